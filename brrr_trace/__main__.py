@@ -1,0 +1,3 @@
+from brrr_trace.cli import main
+
+raise SystemExit(main())

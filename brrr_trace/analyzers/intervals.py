@@ -1,0 +1,110 @@
+"""Innermost-interval lookups over nested spans (frames, ops) on each host thread."""
+
+from __future__ import annotations
+
+import numpy as np
+
+NONE = -1
+
+
+class Innermost:
+    """Answers "which interval is innermost at time t on thread h" with one binary search.
+
+    Nested intervals are flattened once per thread into segments: each segment starts at a
+    boundary and names the innermost interval open from there to the next boundary.
+    """
+
+    def __init__(self, thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
+        self._segments: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        if len(start) == 0:
+            return
+        order = np.lexsort((-end, start, thread))
+        threads = thread[order]
+        cuts = np.flatnonzero(np.diff(threads)) + 1
+        for chunk in np.split(order, cuts):
+            self._segments[int(thread[chunk[0]])] = _flatten(chunk, start, end)
+
+    def at(self, thread: int, t: int) -> int:
+        found = self._segments.get(thread)
+        if found is None:
+            return NONE
+        seg_start, seg_id = found
+        k = int(np.searchsorted(seg_start, t, side="right")) - 1
+        return int(seg_id[k]) if k >= 0 else NONE
+
+    def at_many(self, thread: np.ndarray, t: np.ndarray) -> np.ndarray:
+        result = np.full(len(t), NONE, dtype=np.int64)
+        for h, (seg_start, seg_id) in self._segments.items():
+            sel = np.flatnonzero(thread == h)
+            if len(sel) == 0:
+                continue
+            k = np.searchsorted(seg_start, t[sel], side="right") - 1
+            ok = k >= 0
+            result[sel[ok]] = seg_id[k[ok]]
+        return result
+
+    def positions(self, thread: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Segment position at each query; equal positions on a thread mean no boundary between."""
+        result = np.full(len(t), NONE, dtype=np.int64)
+        for h, (seg_start, _) in self._segments.items():
+            sel = np.flatnonzero(thread == h)
+            if len(sel):
+                result[sel] = np.searchsorted(seg_start, t[sel], side="right") - 1
+        return result
+
+    def overlaps(self, thread: int, a: int, b: int) -> list[tuple[int, int]]:
+        """(interval, ns) pairs: how long each innermost interval covers [a, b); NONE included."""
+        found = self._segments.get(thread)
+        if found is None or b <= a:
+            return [(NONE, b - a)] if b > a else []
+        seg_start, seg_id = found
+        k = max(int(np.searchsorted(seg_start, a, side="right")) - 1, 0)
+        out: dict[int, int] = {}
+        cursor = a
+        if seg_start[0] > a:
+            first = min(int(seg_start[0]), b)
+            out[NONE] = first - a
+            cursor = first
+        n = len(seg_start)
+        while cursor < b and k < n:
+            seg_end = int(seg_start[k + 1]) if k + 1 < n else b
+            lo, hi = max(cursor, int(seg_start[k])), min(seg_end, b)
+            if hi > lo:
+                key = int(seg_id[k])
+                out[key] = out.get(key, 0) + hi - lo
+                cursor = hi
+            k += 1
+        if cursor < b:
+            out[NONE] = out.get(NONE, 0) + b - cursor
+        return list(out.items())
+
+
+def _flatten(
+    order: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    starts = start[order].tolist()
+    ends = end[order].tolist()
+    ids = order.tolist()
+    seg_t: list[int] = []
+    seg_i: list[int] = []
+    stack_end: list[int] = []
+    stack_id: list[int] = []
+    for s, e, i in zip(starts, ends, ids):
+        while stack_end and stack_end[-1] <= s:
+            t = stack_end.pop()
+            stack_id.pop()
+            seg_t.append(t)
+            seg_i.append(stack_id[-1] if stack_id else NONE)
+        if stack_end and e > stack_end[-1]:
+            # A child that outlives its parent (clock rounding): clip it to the parent.
+            e = stack_end[-1]
+        stack_end.append(e)
+        stack_id.append(i)
+        seg_t.append(s)
+        seg_i.append(i)
+    while stack_end:
+        t = stack_end.pop()
+        stack_id.pop()
+        seg_t.append(t)
+        seg_i.append(stack_id[-1] if stack_id else NONE)
+    return np.asarray(seg_t, dtype=np.int64), np.asarray(seg_i, dtype=np.int64)

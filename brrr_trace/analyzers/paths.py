@@ -1,0 +1,66 @@
+"""Mapping trace paths (shortened, from another machine) onto local files (DESIGN §5)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", ".tox", "build", "dist"}
+_MAX_FILES = 200_000
+
+
+class PathMapper:
+    """Longest-suffix matching of trace paths against the Python files under a root folder."""
+
+    def __init__(self, root: str | None, mappings: tuple[tuple[str, str], ...] = ()) -> None:
+        self.root = Path(root).resolve() if root else None
+        self.mappings = tuple(mappings)
+        self._by_name: dict[str, list[str]] = {}
+        self._cache: dict[str, str | None] = {}
+        if self.root is not None and self.root.is_dir():
+            self._index(self.root)
+
+    def _index(self, root: Path) -> None:
+        count = 0
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")]
+            for name in files:
+                if name.endswith(".py"):
+                    self._by_name.setdefault(name, []).append(os.path.join(folder, name))
+                    count += 1
+            if count > _MAX_FILES:
+                break
+
+    def map(self, trace_path: str) -> str | None:
+        if trace_path in self._cache:
+            return self._cache[trace_path]
+        found = self._map(trace_path)
+        self._cache[trace_path] = found
+        return found
+
+    def _map(self, trace_path: str) -> str | None:
+        normalized = trace_path.replace("\\", "/")
+        for prefix, local in self.mappings:
+            if normalized.startswith(prefix):
+                candidate = os.path.join(local, normalized[len(prefix) :].lstrip("/"))
+                if os.path.isfile(candidate):
+                    return os.path.abspath(candidate)
+        if os.path.isabs(normalized) and os.path.isfile(normalized):
+            return normalized
+        parts = normalized.split("/")
+        candidates = self._by_name.get(parts[-1], [])
+        best, best_len, tie = None, 0, False
+        for candidate in candidates:
+            cparts = candidate.replace("\\", "/").split("/")
+            common = 0
+            while (
+                common < min(len(parts), len(cparts)) and parts[-1 - common] == cparts[-1 - common]
+            ):
+                common += 1
+            if common > best_len:
+                best, best_len, tie = candidate, common, False
+            elif common == best_len:
+                tie = True
+        if best is None or tie:
+            return None
+        return best

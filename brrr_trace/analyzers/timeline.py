@@ -1,0 +1,216 @@
+"""The GPU timeline: busy time, idle gaps, and why each gap happened (DESIGN §4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from brrr_trace.analyzers.attribution import Locator, OpAttribution
+from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.options import AnalysisOptions
+from brrr_trace.traces.model import GPU_MEMCPY, Trace
+from brrr_trace.vocabulary import IdleCause
+
+# Host calls that block until the GPU drains (CUDA runtime, driver API and HIP spellings).
+_SYNC_CALLS = frozenset(
+    {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cudaMemcpy",
+        "cudaMemcpy2D",
+        "cudaMemcpyFromSymbol",
+        "cuCtxSynchronize",
+        "cuStreamSynchronize",
+        "cuEventSynchronize",
+        "cuMemcpyDtoH",
+        "cuMemcpyDtoH_v2",
+        "hipDeviceSynchronize",
+        "hipStreamSynchronize",
+        "hipEventSynchronize",
+        "hipMemcpy",
+        "hipMemcpyDtoH",
+    }
+)
+CAUSES: tuple[IdleCause, ...] = tuple(IdleCause)
+_CAUSE_CODE = {cause: code for code, cause in enumerate(CAUSES)}
+
+
+@dataclass(frozen=True)
+class DeviceTimeline:
+    device: int
+    first_ns: int
+    last_ns: int
+    busy_ns: int
+    gap_start: np.ndarray
+    gap_end: np.ndarray
+    gap_cause: np.ndarray  # codes into CAUSES
+    gap_next_op: np.ndarray  # gpu row of the op that ended the gap
+
+    @property
+    def span_ns(self) -> int:
+        return self.last_ns - self.first_ns
+
+    @property
+    def idle_ns(self) -> int:
+        return self.span_ns - self.busy_ns
+
+    @property
+    def utilization(self) -> float | None:
+        return self.busy_ns / self.span_ns if self.span_ns > 0 else None
+
+    def idle_by_cause(self) -> dict[IdleCause, int]:
+        lengths = self.gap_end - self.gap_start
+        return {
+            cause: int(lengths[self.gap_cause == code].sum()) for code, cause in enumerate(CAUSES)
+        }
+
+
+@dataclass(frozen=True)
+class Timeline:
+    devices: tuple[DeviceTimeline, ...]
+    exclusive_ns: np.ndarray  # per gpu row: the part of the union this op alone accounts for
+    # (line id, cause) -> idle ns charged; line NONE collects what no line can take.
+    idle_charges: dict[tuple[int, IdleCause], int] = field(default_factory=dict)
+
+
+def build_timeline(
+    trace: Trace, ops: OpAttribution, locator: Locator, options: AnalysisOptions
+) -> Timeline:
+    gpu = trace.gpu
+    exclusive = np.zeros(len(gpu), dtype=np.int64)
+    charges: dict[tuple[int, IdleCause], int] = {}
+    sync = _sync_calls(trace, ops)
+    devices = []
+    for device in np.unique(gpu.device).tolist():
+        rows = np.flatnonzero(gpu.device == device)
+        start, end = gpu.start_ns[rows], gpu.end_ns[rows]
+        reach = np.maximum.accumulate(end)
+        before = np.concatenate(([start[0]], reach[:-1]))
+        exclusive[rows] = np.maximum(0, end - np.maximum(start, before))
+        is_gap = start > before
+        gap_rows = rows[is_gap]
+        gap_start, gap_end = before[is_gap], start[is_gap]
+        cause = _classify(trace, ops, locator, options, sync, gap_start, gap_end, gap_rows, charges)
+        devices.append(
+            DeviceTimeline(
+                device=int(device),
+                first_ns=int(start[0]),
+                last_ns=int(reach[-1]),
+                busy_ns=int(exclusive[rows].sum()),
+                gap_start=gap_start,
+                gap_end=gap_end,
+                gap_cause=cause,
+                gap_next_op=gap_rows,
+            )
+        )
+    return Timeline(devices=tuple(devices), exclusive_ns=exclusive, idle_charges=charges)
+
+
+@dataclass(frozen=True)
+class _SyncCalls:
+    start: np.ndarray
+    end: np.ndarray
+    row: np.ndarray  # host call rows
+
+
+def _sync_calls(trace: Trace, ops: OpAttribution) -> _SyncCalls:
+    host = trace.host_calls
+    is_sync_name = np.array([s in _SYNC_CALLS for s in trace.strings], dtype=bool)
+    mask = is_sync_name[host.name] if len(host) else np.zeros(0, dtype=bool)
+    # A device-to-host copy makes the host wait for everything queued before it.
+    gpu = trace.gpu
+    dtoh = (gpu.kind == GPU_MEMCPY) & (ops.launch != NONE)
+    if dtoh.any():
+        is_dtoh_name = np.array(["DtoH" in s or "Device -> Pageable" in s for s in trace.strings])
+        dtoh &= is_dtoh_name[gpu.name]
+        mask[ops.launch[dtoh]] = True
+    rows = np.flatnonzero(mask)
+    order = rows[np.argsort(host.start_ns[rows], kind="stable")]
+    return _SyncCalls(host.start_ns[order], host.end_ns[order], order)
+
+
+def _classify(
+    trace: Trace,
+    ops: OpAttribution,
+    locator: Locator,
+    options: AnalysisOptions,
+    sync: _SyncCalls,
+    g0: np.ndarray,
+    g1: np.ndarray,
+    next_rows: np.ndarray,
+    charges: dict[tuple[int, IdleCause], int],
+) -> np.ndarray:
+    host = trace.host_calls
+    n = len(g0)
+    cause = np.full(n, _CAUSE_CODE[IdleCause.OTHER], dtype=np.int8)
+    tol = options.clock_tolerance_ns
+    launch = ops.launch[next_rows]
+    known = launch != NONE
+    thread = np.full(n, NONE, dtype=np.int64)
+    launched_at = np.zeros(n, dtype=np.int64)
+    thread[known] = host.thread[launch[known]]
+    launched_at[known] = host.start_ns[launch[known]]
+
+    def charge(line: int, kind: IdleCause, ns: int) -> None:
+        key = (line, kind)
+        charges[key] = charges.get(key, 0) + ns
+
+    def charge_many(lines: np.ndarray, ns: np.ndarray, kind: IdleCause) -> None:
+        if len(lines) == 0:
+            return
+        keys, inverse = np.unique(lines, return_inverse=True)
+        sums = np.bincount(inverse, weights=ns, minlength=len(keys))
+        for line, total in zip(keys.tolist(), sums.tolist()):
+            charge(line, kind, int(total))
+
+    # sync: the host sat in a blocking call when the queue ran dry.
+    sync_row = np.full(n, NONE, dtype=np.int64)
+    if len(sync.start):
+        j = np.searchsorted(sync.start, g0 + tol, side="right") - 1
+        ok = j >= 0
+        ok[ok] = sync.end[j[ok]] >= g0[ok] - tol
+        sync_row[ok] = sync.row[j[ok]]
+    is_sync = sync_row != NONE
+    cause[is_sync] = _CAUSE_CODE[IdleCause.SYNC]
+    if is_sync.any():
+        sync_lines = locator.lines_at(
+            host.thread[sync_row[is_sync]], host.start_ns[sync_row[is_sync]]
+        )
+        charge_many(sync_lines, (g1 - g0)[is_sync], IdleCause.SYNC)
+
+    undecided = ~is_sync
+    # dataloader: the launching thread was inside DataLoader.__next__ for most of the gap.
+    if len(locator.dataloader_rows):
+        for k in np.flatnonzero(undecided & known).tolist():
+            covered, caller = locator.dataloader_wait(int(thread[k]), int(g0[k]), int(g1[k]))
+            if covered * 2 >= int(g1[k] - g0[k]):
+                cause[k] = _CAUSE_CODE[IdleCause.DATALOADER]
+                undecided[k] = False
+                charge(caller, IdleCause.DATALOADER, int(g1[k] - g0[k]))
+
+    # host: the launch had not even started when the GPU ran out of work.
+    is_host = undecided & known & (launched_at >= g0)
+    cause[is_host] = _CAUSE_CODE[IdleCause.HOST]
+    host_idx = np.flatnonzero(is_host)
+    if len(host_idx):
+        at_start = locator.lines_at(thread[host_idx], g0[host_idx])
+        same = locator.user_frames.positions(thread[host_idx], g0[host_idx]) == (
+            locator.user_frames.positions(thread[host_idx], g1[host_idx])
+        )
+        charge_many(at_start[same], (g1 - g0)[host_idx[same]], IdleCause.HOST)
+        for k in host_idx[~same].tolist():
+            for line, ns in locator.lines_over(int(thread[k]), int(g0[k]), int(g1[k])):
+                charge(line, IdleCause.HOST, ns)
+
+    # launch: work was already submitted; a short gap is the launch latency of the next op.
+    is_launch = undecided & known & ~is_host & ((g1 - g0) <= options.launch_gap_ns)
+    cause[is_launch] = _CAUSE_CODE[IdleCause.LAUNCH]
+    next_line = ops.line[next_rows]
+    charge_many(next_line[is_launch], (g1 - g0)[is_launch], IdleCause.LAUNCH)
+
+    rest = undecided & ~is_host & ~is_launch
+    if rest.any():
+        charge(NONE, IdleCause.OTHER, int((g1 - g0)[rest].sum()))
+    return cause

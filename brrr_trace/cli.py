@@ -1,0 +1,164 @@
+"""Command line: ``brrr-trace analyze``. Exit codes: 0 ok, 2 bad input, 1 internal error."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from contextlib import nullcontext
+from importlib import resources
+from pathlib import Path
+
+from brrr_trace import __version__
+from brrr_trace.errors import BrrrError
+from brrr_trace.options import AnalysisOptions
+
+log = logging.getLogger("brrr_trace")
+
+SAMPLE_NAME = "sample_trace.json.gz"
+_PROGRESS_MIN_BYTES = 32 << 20
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="brrr-trace",
+        description="Where your GPU time goes, line by line: compute-, memory- or overhead-bound.",
+    )
+    parser.add_argument("--version", action="version", version=f"brrr-trace {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    analyze = sub.add_parser("analyze", help="analyze torch.profiler traces")
+    analyze.add_argument(
+        "traces",
+        nargs="*",
+        help="trace files (.json, .json.gz) or folders; default: the traces in the current "
+        "folder, else a bundled sample",
+    )
+    analyze.add_argument("--format", choices=("text", "json"), default="text")
+    analyze.add_argument("-o", "--output", help="write the report to this file")
+    analyze.add_argument("--top", type=int, default=20, help="lines to show (text format)")
+    analyze.add_argument(
+        "--source-root", help="folder the trace's source paths map onto (default: current folder)"
+    )
+    analyze.add_argument("--device", type=int, help="GPU to report on (default: the busiest)")
+    analyze.add_argument("--rank", type=int, help="rank to report on, for a folder of rank traces")
+    analyze.add_argument("--debug", action="store_true", help="print tracebacks of internal errors")
+    return parser
+
+
+def sample_trace() -> Path:
+    return Path(str(resources.files("brrr_trace") / "data" / SAMPLE_NAME))
+
+
+def _default_traces() -> tuple[list[Path], bool]:
+    from brrr_trace.traces import find_traces
+
+    here = [p for p in find_traces(Path.cwd()) if p.parent == Path.cwd() or ".pt.trace." in p.name]
+    if here:
+        return here, False
+    return [sample_trace()], True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="brrr-trace: %(message)s")
+    try:
+        return _analyze(args)
+    except BrrrError as error:
+        print(f"brrr-trace: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:  # the last line of defence: one sentence, never a traceback
+        if args.debug or os.environ.get("BRRR_TRACE_DEBUG"):
+            traceback.print_exc()
+        print(
+            f"brrr-trace: internal error ({type(error).__name__}: {error}). Please report it with "
+            "the trace if you can; rerun with --debug for details.",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from brrr_trace.pipeline import analyze
+    from brrr_trace.render import json as render_json
+    from brrr_trace.render import text as render_text
+
+    traces = [Path(t) for t in args.traces]
+    used_sample = False
+    if not traces:
+        traces, used_sample = _default_traces()
+    for trace in traces:
+        if not trace.exists():
+            raise BrrrError(f"{trace}: no such file or folder.")
+    options = AnalysisOptions(
+        source_root=args.source_root,
+        device=args.device,
+        rank=args.rank,
+    )
+    reports = []
+    for trace in traces:
+        with _progress(trace) as progress:
+            reports.append(analyze(trace, options, progress))
+    if args.format == "json":
+        if len(reports) == 1:
+            out = render_json.render(reports[0])
+        else:
+            out = "[\n" + ",\n".join(render_json.render(r).rstrip() for r in reports) + "\n]\n"
+    else:
+        color = args.output is None and sys.stdout.isatty()
+        out = "\n".join(render_text.render(r, top=args.top, color=color) for r in reports)
+    if used_sample:
+        print(
+            "brrr-trace: no trace in the current folder; analyzing the bundled sample trace "
+            f"({SAMPLE_NAME}, recorded on an NVIDIA H200).",
+            file=sys.stderr,
+        )
+    if args.output:
+        Path(args.output).write_text(out, encoding="utf-8")
+    else:
+        sys.stdout.write(out)
+    return 0
+
+
+class _BarProgress:
+    def __init__(self, name: str) -> None:
+        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+        self._progress = Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            DownloadColumn(),
+            TimeRemainingColumn(),
+            transient=True,
+            console=None,
+        )
+        self._progress.console.file = sys.stderr
+        self._task = self._progress.add_task(f"reading {name}", total=None)
+
+    def __enter__(self) -> _BarProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._progress.stop()
+
+    def __call__(self, done: int, total: int) -> None:
+        self._progress.update(self._task, completed=done, total=total)
+
+
+def _progress(trace: Path):  # type: ignore[no-untyped-def]
+    try:
+        big = trace.is_file() and trace.stat().st_size >= _PROGRESS_MIN_BYTES
+    except OSError:
+        big = False
+    if big and sys.stderr.isatty():
+        return _BarProgress(trace.name)
+    return nullcontext(None)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,247 @@
+"""The one entry point: ``analyze(source, options) -> Report``. Nobody else wires analyzers."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import numpy as np
+
+from brrr_trace import __version__
+from brrr_trace.analyzers.attribution import Locator, attribute_ops
+from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.paths import PathMapper
+from brrr_trace.analyzers.regimes import REGIMES, classify_ops, line_costs
+from brrr_trace.analyzers.roofline import match_device
+from brrr_trace.analyzers.timeline import build_timeline
+from brrr_trace.errors import NotATraceError
+from brrr_trace.options import AnalysisOptions
+from brrr_trace.report import (
+    DeviceInfo,
+    KernelStat,
+    LineReport,
+    ProblemReport,
+    Report,
+    Summary,
+    TraceInfo,
+)
+from brrr_trace.traces import find_traces, load
+from brrr_trace.traces.model import NO_ID, LoadResult, Trace
+from brrr_trace.traces.reader import ProgressFn
+from brrr_trace.vocabulary import IdleCause, Regime
+
+_INFLATION_NOTE = (
+    "Host times come from a profiled run: recording stacks slows the Python side (on an H200 a "
+    "tiny-op loop took 89 ms unprofiled and spanned 141 ms profiled), so overhead time is an "
+    "upper bound; batch-size or before/after runs confirm it."
+)
+
+
+def analyze(
+    source: str | os.PathLike[str],
+    options: AnalysisOptions | None = None,
+    progress: ProgressFn | None = None,
+) -> Report:
+    """Load a trace file (or a folder of rank traces) and analyze it into a ``Report``."""
+    options = options or AnalysisOptions()
+    path, ranks = _pick_file(Path(source), options)
+    loaded = load(path, progress)
+    return analyze_loaded(loaded, options, ranks)
+
+
+def _pick_file(source: Path, options: AnalysisOptions) -> tuple[Path, tuple[int, ...]]:
+    if not source.is_dir():
+        return source, ()
+    files = find_traces(source)
+    if not files:
+        raise NotATraceError(
+            f"{source}: no trace files (*.pt.trace.json[.gz], *trace*.json) in it."
+        )
+    if len(files) == 1:
+        return files[0], ()
+    ranks = _ranks_by_file(files)
+    if options.rank is not None:
+        for file, rank in ranks.items():
+            if rank == options.rank:
+                return file, tuple(sorted(ranks.values()))
+        raise NotATraceError(f"{source}: no trace of rank {options.rank} in it.")
+    first = min(ranks, key=lambda f: (ranks[f], str(f)))
+    return first, tuple(sorted(set(ranks.values())))
+
+
+def _ranks_by_file(files: list[Path]) -> dict[Path, int]:
+    """Rank of each file from ``distributedInfo`` (read from the head of the file)."""
+    import gzip
+    import re
+
+    pattern = re.compile(rb'"distributedInfo"\s*:\s*\{[^}]*?"rank"\s*:\s*(\d+)')
+    ranks = {}
+    for index, file in enumerate(files):
+        try:
+            opener = gzip.open if file.name.endswith(".gz") else open
+            with opener(file, "rb") as handle:
+                head = handle.read(1 << 20)
+        except OSError:
+            head = b""
+        match = pattern.search(head)
+        ranks[file] = int(match.group(1)) if match else index
+    return ranks
+
+
+def analyze_loaded(
+    loaded: LoadResult, options: AnalysisOptions, ranks: tuple[int, ...] = ()
+) -> Report:
+    trace = loaded.trace
+    devices_present = np.unique(trace.gpu.device).tolist()
+    device = _pick_device(trace, options)
+    if device is not None and len(devices_present) > 1:
+        trace = _only_device(trace, device)
+    locator = Locator(trace, options)
+    ops = attribute_ops(trace, locator)
+    timeline = build_timeline(trace, ops, locator, options)
+    classes = classify_ops(trace, options)
+    costs = line_costs(trace, ops, classes, timeline, locator)
+    mapper = PathMapper(options.source_root or os.getcwd(), options.path_mappings)
+
+    lines = []
+    for cost in costs:
+        key = cost.key
+        lines.append(
+            LineReport(
+                file=key.file,
+                path=mapper.map(key.file),
+                line=key.line,
+                function=key.function,
+                precision=key.precision,
+                regime=cost.regime,
+                gpu_ns=cost.gpu_ns,
+                idle_ns=cost.idle_ns,
+                cpu_ns=cost.cpu_ns,
+                kernels=cost.kernels,
+                backward_gpu_ns=cost.backward_gpu_ns,
+                time_by_regime_ns=cost.by_regime,
+                idle_by_cause_ns=cost.idle_by_cause,
+                top_kernels=tuple(
+                    KernelStat(
+                        name=trace.strings[name],
+                        kind=str(classes.kind[_kind_of(classes, trace, name)]),
+                        count=count,
+                        total_ns=total,
+                    )
+                    for name, count, total in cost.top_kernels
+                ),
+            )
+        )
+    lines.sort(key=lambda r: (-r.total_ns, r.file, r.line))
+
+    dev = next((d for d in timeline.devices if d.device == device), None)
+    busy = dev.busy_ns if dev else 0
+    idle = dev.idle_ns if dev else 0
+    idle_by_cause = dev.idle_by_cause() if dev else {c: 0 for c in IdleCause}
+    excl = timeline.exclusive_ns
+    by_regime = {
+        regime: int(excl[classes.regime == code].sum()) for code, regime in enumerate(REGIMES)
+    }
+    by_regime[Regime.OVERHEAD] += idle
+    placed_idle = sum(ns for (line, _), ns in timeline.idle_charges.items() if line != NONE)
+    summary = Summary(
+        gpu_busy_ns=busy,
+        gpu_idle_ns=idle,
+        gpu_utilization=dev.utilization if dev else None,
+        idle_by_cause_ns=idle_by_cause,
+        time_by_regime_ns=by_regime,
+        kernels=len(trace.gpu),
+        unattributed_gpu_ns=int(excl[ops.line == NONE].sum()),
+        unattributed_idle_ns=max(0, idle - placed_idle),
+    )
+    info = TraceInfo(
+        path=trace.path,
+        torch_version=_torch_version(trace),
+        devices=_devices(trace, devices_present),
+        span_ns=dev.span_ns if dev else 0,
+        ranks=ranks or ((trace.rank,) if trace.rank is not None else ()),
+        has_python_stacks=len(trace.frames) > 0 or bool((trace.cpu_ops.call_stack != NO_ID).any()),
+        has_shapes=bool((trace.cpu_ops.input_dims != NO_ID).any()),
+    )
+    notes = []
+    if info.has_python_stacks and summary.gpu_idle_ns:
+        notes.append(_INFLATION_NOTE)
+    if len(devices_present) > 1:
+        notes.append(
+            f"The trace has GPU activity on devices {devices_present}; this report covers device "
+            f"{device} (choose another with --device)."
+        )
+    if not info.has_python_stacks and len(trace.gpu):
+        notes.append(
+            "The trace has no Python stacks, so GPU time cannot be placed on source lines; "
+            "record with with_stack=True (or `brrr-trace record`)."
+        )
+    return Report(
+        tool_version=__version__,
+        trace=info,
+        summary=summary,
+        lines=tuple(lines),
+        problems=tuple(ProblemReport(p.kind, p.count, p.detail) for p in loaded.problems),
+        notes=tuple(notes),
+    )
+
+
+def _kind_of(classes, trace: Trace, name: int) -> int:  # type: ignore[no-untyped-def]
+    rows = np.flatnonzero(trace.gpu.name == name)
+    return int(classes.op_kind[rows[0]]) if len(rows) else len(classes.kind) - 1
+
+
+def _pick_device(trace: Trace, options: AnalysisOptions) -> int | None:
+    gpu = trace.gpu
+    if len(gpu) == 0:
+        return options.device
+    present = np.unique(gpu.device)
+    if options.device is not None:
+        if options.device not in present.tolist():
+            raise NotATraceError(
+                f"{os.path.basename(trace.path)}: no GPU activity on device {options.device} "
+                f"(devices with activity: {present.tolist()})."
+            )
+        return options.device
+    busy = [(int((gpu.end_ns - gpu.start_ns)[gpu.device == d].sum()), int(d)) for d in present]
+    return max(busy)[1]
+
+
+def _only_device(trace: Trace, device: int) -> Trace:
+    keep = trace.gpu.device == device
+    gpu = type(trace.gpu)(
+        **{f.name: getattr(trace.gpu, f.name)[keep] for f in dataclasses.fields(trace.gpu)}
+    )
+    spans = trace.gpu_annotations
+    keep_spans = spans.where == device
+    spans = type(spans)(
+        **{f.name: getattr(spans, f.name)[keep_spans] for f in dataclasses.fields(spans)}
+    )
+    return dataclasses.replace(trace, gpu=gpu, gpu_annotations=spans)
+
+
+def _torch_version(trace: Trace) -> str | None:
+    for key in ("torch_version", "pytorch_version", "brrr_torch_version"):
+        value = trace.metadata.get(key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def _devices(trace: Trace, present: list[int]) -> tuple[DeviceInfo, ...]:
+    props = {p.get("id"): p for p in trace.device_properties if isinstance(p.get("id"), int)}
+    out = []
+    for device in present:
+        prop = props.get(device)
+        if prop is None and len(trace.device_properties) == 1:
+            prop = trace.device_properties[0]
+        peak = match_device(prop) if prop else None
+        out.append(
+            DeviceInfo(
+                id=int(device),
+                name=str(prop.get("name")) if prop and prop.get("name") else None,
+                peak=dataclasses.asdict(peak) if peak is not None else None,
+            )
+        )
+    return tuple(out)

@@ -1,0 +1,90 @@
+"""The report as JSON: the contract of DESIGN §8 (microsecond fields, schema_version 1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from brrr_trace.report import LineReport, Report
+
+
+def _us(ns: int) -> float:
+    return round(ns / 1000, 3)
+
+
+def _line(line: LineReport) -> dict[str, Any]:
+    return {
+        "file": line.file,
+        "path": line.path,
+        "line": line.line,
+        "function": line.function,
+        "precision": str(line.precision),
+        "regime": str(line.regime),
+        "gpu_us": _us(line.gpu_ns),
+        "idle_us": _us(line.idle_ns),
+        "cpu_us": _us(line.cpu_ns),
+        "kernels": line.kernels,
+        "backward_gpu_us": _us(line.backward_gpu_ns),
+        "flops": line.flops,
+        "bytes": line.bytes,
+        "achieved_tflops": line.achieved_tflops,
+        "achieved_gbps": line.achieved_gbps,
+        "peak_fraction": line.peak_fraction,
+        "findings": list(line.findings),
+        "time_by_regime_us": {str(k): _us(v) for k, v in line.time_by_regime_ns.items()},
+        "idle_by_cause_us": {str(k): _us(v) for k, v in line.idle_by_cause_ns.items()},
+        "top_kernels": [
+            {"name": k.name, "kind": k.kind, "count": k.count, "total_us": _us(k.total_ns)}
+            for k in line.top_kernels
+        ],
+    }
+
+
+def to_dict(report: Report) -> dict[str, Any]:
+    s, t = report.summary, report.trace
+    return {
+        "schema_version": report.schema_version,
+        "tool": {"name": "brrr-trace", "version": report.tool_version},
+        "trace": {
+            "path": t.path,
+            "torch_version": t.torch_version,
+            "devices": [{"id": d.id, "name": d.name, "peak": d.peak} for d in t.devices],
+            "span_us": _us(t.span_ns),
+            "ranks": list(t.ranks),
+            "has_python_stacks": t.has_python_stacks,
+            "has_shapes": t.has_shapes,
+        },
+        "summary": {
+            "gpu_busy_us": _us(s.gpu_busy_ns),
+            "gpu_idle_us": _us(s.gpu_idle_ns),
+            "gpu_utilization": None if s.gpu_utilization is None else round(s.gpu_utilization, 6),
+            "idle_by_cause_us": {str(k): _us(v) for k, v in s.idle_by_cause_ns.items()},
+            "time_by_regime_us": {str(k): _us(v) for k, v in s.time_by_regime_ns.items()},
+            "kernels": s.kernels,
+            "unattributed_gpu_us": _us(s.unattributed_gpu_ns),
+            "unattributed_idle_us": _us(s.unattributed_idle_ns),
+        },
+        "lines": [_line(line) for line in report.lines],
+        "findings": [
+            {
+                "rule": f.rule,
+                "severity": f.severity,
+                "file": f.file,
+                "path": f.path,
+                "line": f.line,
+                "message": f.message,
+                "fix": f.fix,
+                "est_savings_us": _us(f.est_savings_ns),
+            }
+            for f in report.findings
+        ],
+        "problems": [
+            {"kind": p.kind, "count": p.count, "detail": p.detail} for p in report.problems
+        ],
+        "notes": list(report.notes),
+    }
+
+
+def render(report: Report) -> str:
+    return msgspec.json.format(msgspec.json.encode(to_dict(report)), indent=2).decode() + "\n"

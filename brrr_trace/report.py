@@ -1,0 +1,113 @@
+"""The report: the one versioned output contract (DESIGN §8).
+
+Inside, times are integer nanoseconds; ``render.json`` writes the contract's microsecond fields.
+Fields may be added, never renamed or given another meaning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from brrr_trace.vocabulary import IdleCause, Precision, Regime
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    id: int
+    name: str | None
+    peak: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class TraceInfo:
+    path: str
+    torch_version: str | None
+    devices: tuple[DeviceInfo, ...]
+    span_ns: int
+    ranks: tuple[int, ...]
+    has_python_stacks: bool
+    has_shapes: bool
+
+
+@dataclass(frozen=True)
+class Summary:
+    gpu_busy_ns: int
+    gpu_idle_ns: int
+    gpu_utilization: float | None
+    idle_by_cause_ns: dict[IdleCause, int]
+    time_by_regime_ns: dict[Regime, int]
+    kernels: int
+    # What no source line could take: GPU ops without a launch or a Python frame, idle gaps of
+    # cause "other" or with no frame to charge.
+    unattributed_gpu_ns: int
+    unattributed_idle_ns: int
+
+
+@dataclass(frozen=True)
+class KernelStat:
+    name: str
+    kind: str
+    count: int
+    total_ns: int
+
+
+@dataclass(frozen=True)
+class LineReport:
+    file: str
+    path: str | None
+    line: int
+    function: str
+    precision: Precision
+    regime: Regime
+    gpu_ns: int
+    idle_ns: int
+    cpu_ns: int
+    kernels: int
+    backward_gpu_ns: int
+    time_by_regime_ns: dict[Regime, int]
+    idle_by_cause_ns: dict[IdleCause, int]
+    flops: int | None = None
+    bytes: int | None = None
+    achieved_tflops: float | None = None
+    achieved_gbps: float | None = None
+    peak_fraction: float | None = None
+    top_kernels: tuple[KernelStat, ...] = ()
+    findings: tuple[str, ...] = ()
+
+    @property
+    def total_ns(self) -> int:
+        return self.gpu_ns + self.idle_ns
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    severity: str
+    file: str
+    path: str | None
+    line: int
+    message: str
+    fix: str
+    est_savings_ns: int
+
+
+@dataclass(frozen=True)
+class ProblemReport:
+    kind: str
+    count: int
+    detail: str
+
+
+@dataclass(frozen=True)
+class Report:
+    tool_version: str
+    trace: TraceInfo
+    summary: Summary
+    lines: tuple[LineReport, ...]
+    findings: tuple[Finding, ...] = ()
+    problems: tuple[ProblemReport, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+    schema_version: int = SCHEMA_VERSION

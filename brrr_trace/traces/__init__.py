@@ -1,0 +1,195 @@
+"""Loading PyTorch profiler traces into typed columns (DESIGN §3).
+
+``load(path)`` returns a ``LoadResult``: the trace plus the problems met on the way. Only input
+that is not a trace at all raises ``NotATraceError``; everything else is loaded leniently.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from brrr_trace.errors import NotATraceError
+from brrr_trace.traces.columns import Columns
+from brrr_trace.traces.events import DecodeStats, decode_batch
+from brrr_trace.traces.model import (
+    GPU_KERNEL,
+    NO_ID,
+    CpuOps,
+    GpuOps,
+    HostCalls,
+    LoadResult,
+    Problem,
+    PyFrames,
+    Spans,
+    Thread,
+    Trace,
+)
+from brrr_trace.traces.reader import ProgressFn, ReadState, iter_event_runs
+
+__all__ = [
+    "CpuOps",
+    "GpuOps",
+    "HostCalls",
+    "LoadResult",
+    "NotATraceError",
+    "Problem",
+    "PyFrames",
+    "Spans",
+    "Thread",
+    "Trace",
+    "find_traces",
+    "load",
+]
+
+TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz", ".json", ".json.gz")
+
+
+def find_traces(folder: str | os.PathLike[str]) -> list[Path]:
+    """Trace files in a folder (a TensorBoard log dir or a folder of rank traces), sorted."""
+    root = Path(folder)
+    preferred = sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file() and p.name.endswith((".pt.trace.json", ".pt.trace.json.gz"))
+    )
+    if preferred:
+        return preferred
+    return sorted(
+        p
+        for p in root.iterdir()
+        if p.is_file() and p.name.endswith((".json", ".json.gz")) and "trace" in p.name.lower()
+    )
+
+
+def load(path: str | os.PathLike[str], progress: ProgressFn | None = None) -> LoadResult:
+    """Load one trace file (.json or .json.gz, object or legacy array format)."""
+    path = os.fspath(path)
+    name = os.path.basename(path)
+    if os.path.isdir(path):
+        raise NotATraceError(f"{name}: is a folder; pass one of its trace files.")
+    try:
+        os.stat(path)
+    except OSError as error:
+        raise NotATraceError(f"{name}: cannot be read ({error.strerror}).") from None
+    state = ReadState()
+    stats = DecodeStats()
+    columns: Columns | None = None
+    for run in iter_event_runs(path, state, progress):
+        if columns is None:
+            columns = Columns(exact=state.exact_timestamps)
+        columns.add(decode_batch(run, state.exact_timestamps, stats))
+    if columns is None:
+        columns = Columns(exact=False)
+    if columns.events == 0 and stats.unparseable and not state.legacy_array:
+        raise NotATraceError(
+            f"{name}: none of its events could be read; expected a trace written by torch.profiler."
+        )
+    tables = columns.finish()
+    header = state.header
+    devices = header.get("deviceProperties") or header.get("computeProperties") or []
+    base = header.get("baseTimeNanoseconds")
+    trace = Trace(
+        path=path,
+        device_properties=tuple(d for d in devices if isinstance(d, dict))
+        if isinstance(devices, list)
+        else (),
+        metadata={k: v for k, v in header.items() if k != "deviceProperties"},
+        base_time_ns=base if isinstance(base, int) else 0,
+        **tables,
+    )
+    problems = _reader_problems(state, stats) + columns.problems() + _integrity_problems(trace)
+    if columns.events == 0:
+        problems.append(Problem("empty-trace", 1, "the trace has no events"))
+    return LoadResult(trace=trace, problems=tuple(problems))
+
+
+def _reader_problems(state: ReadState, stats: DecodeStats) -> list[Problem]:
+    found = []
+    if state.truncated:
+        found.append(
+            Problem(
+                "truncated",
+                1,
+                "the file ends in the middle of an event (the profiled process was probably "
+                "killed); events up to the last whole one were read",
+            )
+        )
+    if state.header_unreadable:
+        found.append(Problem("bad-header", 1, "the keys before traceEvents could not be read"))
+    if stats.bad_utf8:
+        found.append(Problem("bad-utf8", stats.bad_utf8, "events with invalid UTF-8 were repaired"))
+    if stats.unescaped_quotes:
+        found.append(
+            Problem(
+                "unescaped-quotes",
+                stats.unescaped_quotes,
+                "event names with raw quotes (a Kineto bug before 2026-07) were repaired",
+            )
+        )
+    if stats.wrong_types:
+        found.append(
+            Problem(
+                "wrong-types",
+                stats.wrong_types,
+                "events with fields of an unexpected type were read without those fields",
+            )
+        )
+    if stats.unparseable:
+        found.append(
+            Problem(
+                "unparseable", stats.unparseable, "pieces that are not JSON events were skipped"
+            )
+        )
+    return found
+
+
+def _integrity_problems(trace: Trace) -> list[Problem]:
+    found = []
+    gpu = trace.gpu
+    if len(gpu) == 0:
+        if len(trace.host_calls):
+            found.append(
+                Problem(
+                    "no-gpu-activity",
+                    len(trace.host_calls),
+                    "CUDA/HIP API calls but no kernels, copies or memsets: the trace was probably "
+                    "recorded without ProfilerActivity.CUDA (or CUPTI could not collect); "
+                    "GPU time cannot be analyzed",
+                )
+            )
+        else:
+            found.append(Problem("cpu-only", 1, "the trace has no GPU activity"))
+        return found
+    launched = np.isin(
+        gpu.correlation, trace.host_calls.correlation[trace.host_calls.correlation != NO_ID]
+    )
+    unlinked = int(np.count_nonzero(~launched))
+    if unlinked:
+        found.append(
+            Problem(
+                "gpu-op-without-launch",
+                unlinked,
+                "GPU ops whose launching API call is not in the trace (launched before the "
+                "profiling window, dropped records, or graph replays); their time counts as busy "
+                "but cannot be placed on a source line",
+            )
+        )
+    overlaps = 0
+    for device in np.unique(gpu.device):
+        for stream in np.unique(gpu.stream[gpu.device == device]):
+            sel = (gpu.device == device) & (gpu.stream == stream) & (gpu.kind == GPU_KERNEL)
+            ends = np.maximum.accumulate(gpu.end_ns[sel]) if sel.any() else gpu.end_ns[sel]
+            overlaps += int(np.count_nonzero(gpu.start_ns[sel][1:] < ends[:-1]))
+    if overlaps:
+        found.append(
+            Problem(
+                "overlapping-kernels",
+                overlaps,
+                "kernels that overlap an earlier kernel on the same stream (programmatic "
+                "dependent launch or clock skew); busy time counts the overlap once",
+            )
+        )
+    return found

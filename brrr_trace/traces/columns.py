@@ -1,0 +1,442 @@
+"""Turning decoded events into the compact columns of ``model.Trace``."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from brrr_trace.traces.events import ExactNumber
+from brrr_trace.traces.model import (
+    GPU_KERNEL,
+    GPU_MEMCPY,
+    GPU_MEMSET,
+    NO_ID,
+    CpuOps,
+    GpuOps,
+    HostCalls,
+    Problem,
+    PyFrames,
+    Spans,
+    Thread,
+)
+
+# Category -> table. Old names (torch 1.8-1.11) and ROCm use the same words in other cases.
+_GPU, _HOST, _CPU, _ANNOTATION, _FRAME, _GPU_SPAN, _SKIP = range(7)
+_GPU_KIND = {"kernel": GPU_KERNEL, "gpu_memcpy": GPU_MEMCPY, "memcpy": GPU_MEMCPY}
+_GPU_KIND |= {"gpu_memset": GPU_MEMSET, "memset": GPU_MEMSET}
+_TABLE_OF_CATEGORY = {
+    "kernel": _GPU,
+    "gpu_memcpy": _GPU,
+    "memcpy": _GPU,
+    "gpu_memset": _GPU,
+    "memset": _GPU,
+    "cuda_runtime": _HOST,
+    "runtime": _HOST,
+    "cuda_driver": _HOST,
+    "cpu_op": _CPU,
+    "operator": _CPU,
+    "user_annotation": _ANNOTATION,
+    "python_function": _FRAME,
+    "gpu_user_annotation": _GPU_SPAN,
+}
+
+_MAX_ABS_US = 1e16  # ~317 years of microseconds: anything larger is garbage, not time
+
+
+_INT64_MAX = (1 << 63) - 1
+
+
+def _as_int(value: Any, default: int = NO_ID) -> int:
+    if type(value) is int:
+        return value if -_INT64_MAX <= value <= _INT64_MAX else default
+    if isinstance(value, float) and math.isfinite(value) and abs(value) < 9e18:
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("stream "):
+            text = text[7:].split()[0] if text[7:].split() else ""
+        try:
+            number = int(text, 0) if text.startswith(("0x", "0X")) else int(float(text))
+        except (ValueError, OverflowError):
+            return default
+        return number if -_INT64_MAX <= number <= _INT64_MAX else default
+    return default
+
+
+def _as_float(value: Any) -> float:
+    if value is None:
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+
+
+def exact_ns(value: Any) -> int | None:
+    """Microseconds (number or text) to integer nanoseconds without going through float64."""
+    if type(value) is int:
+        return value * 1000
+    if isinstance(value, float):
+        return round(value * 1000) if math.isfinite(value) else None
+    if isinstance(value, (str, ExactNumber)):
+        text = value.strip()
+        sign = -1 if text.startswith("-") else 1
+        text = text.lstrip("+-")
+        if "e" in text or "E" in text:
+            as_float = _as_float(text)
+            return None if math.isnan(as_float) else sign * round(as_float * 1000)
+        whole, _, frac = text.partition(".")
+        if not whole.isdigit() and whole != "":
+            return None
+        if frac and not frac.isdigit():
+            return None
+        frac = (frac + "000")[:4]
+        ns = int(whole or "0") * 1000 + int(frac[:3]) + (1 if frac[3] >= "5" else 0)
+        return sign * ns
+    return None
+
+
+def _valid(order: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    return order[ok[order]]
+
+
+def _triple(value: Any) -> tuple[int, int, int]:
+    if isinstance(value, list) and len(value) == 3:
+        x, y, z = (_as_int(v, 0) for v in value)
+        return (x, y, z)
+    return (0, 0, 0)
+
+
+class Columns:
+    """Accumulates events table by table; ``finish`` sorts them into numpy arrays."""
+
+    def __init__(self, exact: bool) -> None:
+        self.exact = exact
+        self.strings: list[str] = []
+        self._string_ids: dict[str, int] = {}
+        self.values: list[bytes] = []
+        self._value_ids: dict[bytes, int] = {}
+        self.thread_keys: list[tuple[Any, Any]] = []
+        self._thread_ids: dict[tuple[Any, Any], int] = {}
+        self.thread_names: dict[tuple[Any, Any], str] = {}
+        self.process_names: dict[Any, str] = {}
+        time_code = "q" if exact else "d"
+        self._time_code = time_code
+        # gpu
+        self.g_dev, self.g_stream, self.g_name = array("q"), array("q"), array("l")
+        self.g_ts, self.g_dur = array(time_code), array(time_code)
+        self.g_kind, self.g_corr, self.g_bytes = array("b"), array("q"), array("q")
+        self.g_grid, self.g_block, self.g_graph = array("q"), array("q"), array("b")
+        # host calls
+        self.h_thread, self.h_name, self.h_corr = array("l"), array("l"), array("q")
+        self.h_ts, self.h_dur = array(time_code), array(time_code)
+        # cpu ops and annotations
+        self.c_thread, self.c_name, self.c_ann = array("l"), array("l"), array("b")
+        self.c_ts, self.c_dur = array(time_code), array(time_code)
+        self.c_seq, self.c_fwd = array("q"), array("q")
+        self.c_dims, self.c_types, self.c_concrete = array("l"), array("l"), array("l")
+        self.c_stack = array("l")
+        # python frames
+        self.f_thread, self.f_name, self.f_line = array("l"), array("l"), array("q")
+        self.f_ts, self.f_dur = array(time_code), array(time_code)
+        # gpu annotations
+        self.s_dev, self.s_name = array("q"), array("l")
+        self.s_ts, self.s_dur = array(time_code), array(time_code)
+        self.skipped_categories: dict[str, int] = {}
+        self.bad_times = 0
+        self.negative_durations = 0
+        self.events = 0
+
+    def intern(self, text: Any) -> int:
+        if not isinstance(text, str):
+            text = "" if text is None else str(text)
+        ids = self._string_ids
+        found = ids.get(text)
+        if found is None:
+            found = ids[text] = len(self.strings)
+            self.strings.append(text)
+        return found
+
+    def _value(self, value: Any) -> int:
+        raw = bytes(value) if isinstance(value, msgspec.Raw) else msgspec.json.encode(value)
+        if not raw or raw == b"null":
+            return NO_ID
+        found = self._value_ids.get(raw)
+        if found is None:
+            found = self._value_ids[raw] = len(self.values)
+            self.values.append(raw)
+        return found
+
+    def _thread(self, pid: Any, tid: Any) -> int:
+        key = (pid, tid)
+        found = self._thread_ids.get(key)
+        if found is None:
+            found = self._thread_ids[key] = len(self.thread_keys)
+            self.thread_keys.append(key)
+        return found
+
+    def _exact_time(self, value: Any) -> int | None:
+        ns = exact_ns(value)
+        return ns if ns is not None and abs(ns) < _MAX_ABS_US * 1000 else None
+
+    def add(self, events: list[Any]) -> None:
+        table_of = _TABLE_OF_CATEGORY
+        intern_ids = self._string_ids
+        intern = self.intern
+        thread_ids = self._thread_ids
+        thread = self._thread
+        exact = self.exact
+        f_thread, f_name, f_ts = self.f_thread.append, self.f_name.append, self.f_ts.append
+        f_dur, f_line = self.f_dur.append, self.f_line.append
+        self.events += len(events)
+        for ev in events:
+            ph = ev.ph
+            if ph != "X":
+                if ph == "M":
+                    self._metadata(ev)
+                continue
+            cat = ev.cat
+            table = table_of.get(cat) if type(cat) is str else None
+            if table is None:
+                table, cat = self._unusual_category(ev)
+                if table == _SKIP:
+                    continue
+            ts, dur = ev.ts, ev.dur
+            if exact:
+                ts, dur = self._exact_time(ts), self._exact_time(dur)
+                if ts is None:
+                    self.bad_times += 1
+                    continue
+                if dur is None:
+                    dur = 0
+            key = (ev.pid, ev.tid)
+            name = ev.name
+            args = ev.args
+            if table == _FRAME:
+                tix = thread_ids.get(key)
+                f_thread(tix if tix is not None else thread(*key))
+                nix = intern_ids.get(name) if type(name) is str else None
+                f_name(nix if nix is not None else intern(name))
+                f_ts(ts)
+                f_dur(dur)
+                f_line(NO_ID if args is None or args.call_line is None else _as_int(args.call_line))
+            elif table == _CPU or table == _ANNOTATION:
+                self.c_thread.append(thread(*key))
+                self.c_name.append(intern(name))
+                self.c_ann.append(table == _ANNOTATION)
+                self.c_ts.append(ts)
+                self.c_dur.append(dur)
+                if args is None:
+                    self.c_seq.append(NO_ID)
+                    self.c_fwd.append(NO_ID)
+                    self.c_dims.append(NO_ID)
+                    self.c_types.append(NO_ID)
+                    self.c_concrete.append(NO_ID)
+                    self.c_stack.append(NO_ID)
+                else:
+                    self.c_seq.append(_as_int(args.sequence))
+                    self.c_fwd.append(_as_int(args.fwd_thread))
+                    dims = args.input_dims if len(args.input_dims) else args.input_dims_legacy
+                    self.c_dims.append(self._value(dims))
+                    self.c_types.append(self._value(args.input_types))
+                    self.c_concrete.append(self._value(args.concrete_inputs))
+                    stack = args.call_stack
+                    self.c_stack.append(intern(stack) if isinstance(stack, str) else NO_ID)
+            elif table == _HOST:
+                self.h_thread.append(thread(*key))
+                self.h_name.append(intern(name))
+                self.h_ts.append(ts)
+                self.h_dur.append(dur)
+                self.h_corr.append(_as_int(args.correlation) if args is not None else NO_ID)
+            elif table == _GPU:
+                self._gpu(ev, cat, ts, dur)
+            elif table == _GPU_SPAN:
+                device = _as_int(args.device) if args is not None else NO_ID
+                self.s_dev.append(device if device != NO_ID else _as_int(ev.pid))
+                self.s_name.append(intern(name))
+                self.s_ts.append(ts)
+                self.s_dur.append(dur)
+
+    def _unusual_category(self, ev: Any) -> tuple[int, str]:
+        cat = ev.cat
+        if type(cat) is str:
+            lowered = cat.lower()
+            table = _TABLE_OF_CATEGORY.get(lowered)
+            if table is not None:
+                return table, lowered
+        elif cat is None and isinstance(ev.pid, str) and ev.pid.endswith("functions"):
+            # Legacy (use_kineto=False) traces: "CPU functions" / "CUDA functions" lanes.
+            return (_GPU if ev.pid.startswith("CUDA") else _CPU), "kernel"
+        label = str(cat)
+        self.skipped_categories[label] = self.skipped_categories.get(label, 0) + 1
+        return _SKIP, label
+
+    def _gpu(self, ev: Any, cat: str, ts: Any, dur: Any) -> None:
+        args = ev.args
+        device = stream = NO_ID
+        corr = nbytes = NO_ID
+        grid = block = (0, 0, 0)
+        graph = False
+        if args is not None:
+            device = _as_int(args.device)
+            stream = _as_int(args.stream)
+            corr = _as_int(args.correlation)
+            nbytes = _as_int(args.nbytes)
+            grid = _triple(args.grid)
+            block = _triple(args.block)
+            graph = args.graph_id not in (None, 0, "0", "")
+        if device == NO_ID:
+            device = _as_int(ev.pid)
+        if stream == NO_ID:
+            stream = _as_int(ev.tid)
+        self.g_dev.append(device)
+        self.g_stream.append(stream)
+        self.g_name.append(self.intern(ev.name))
+        self.g_ts.append(ts)
+        self.g_dur.append(dur)
+        self.g_kind.append(_GPU_KIND.get(cat, GPU_KERNEL))
+        self.g_corr.append(corr)
+        self.g_bytes.append(nbytes)
+        self.g_grid.extend(grid)
+        self.g_block.extend(block)
+        self.g_graph.append(graph)
+
+    def _metadata(self, ev: Any) -> None:
+        args = ev.args
+        label = args.name if args is not None else None
+        if not isinstance(label, str):
+            return
+        if ev.name == "thread_name":
+            self.thread_names[(ev.pid, ev.tid)] = label
+        elif ev.name == "process_name":
+            self.process_names[ev.pid] = label
+
+    # -- finishing -------------------------------------------------------------------------
+
+    def _ns(self, ts: array, dur: array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Start and end in integer ns, and the mask of rows with a usable start."""
+        if self.exact:
+            start = np.asarray(ts, dtype=np.int64)
+            length = np.asarray(dur, dtype=np.int64)
+            negative = length < 0
+            self.negative_durations += int(np.count_nonzero(negative))
+            return start, start + np.where(negative, 0, length), np.ones(len(start), dtype=bool)
+        t = np.asarray(ts, dtype=np.float64)
+        d = np.asarray(dur, dtype=np.float64)
+        valid = np.isfinite(t) & (np.abs(t) < _MAX_ABS_US)
+        self.bad_times += int(len(t) - np.count_nonzero(valid))
+        t = np.where(valid, t, 0.0)
+        d = np.where(np.isfinite(d) & (d < _MAX_ABS_US), d, 0.0)
+        negative = d < 0
+        self.negative_durations += int(np.count_nonzero(negative))
+        d = np.where(negative, 0.0, d)
+        whole = np.floor(t)
+        start = whole.astype(np.int64) * 1000 + np.rint((t - whole) * 1000).astype(np.int64)
+        # Round the end on its own so that back-to-back events keep touching, never overlap.
+        end_us = t + d
+        whole_end = np.floor(end_us)
+        end = whole_end.astype(np.int64) * 1000 + np.rint((end_us - whole_end) * 1000).astype(
+            np.int64
+        )
+        return start, np.maximum(end, start), valid
+
+    def finish(self) -> dict[str, Any]:
+        def ids(col: array) -> np.ndarray:
+            return np.asarray(col, dtype=np.int64)
+
+        g_start, g_end, ok = self._ns(self.g_ts, self.g_dur)
+        order = _valid(np.lexsort((g_start, ids(self.g_dev))), ok)
+        n = len(g_start)
+        gpu = GpuOps(
+            device=ids(self.g_dev)[order],
+            stream=ids(self.g_stream)[order],
+            start_ns=g_start[order],
+            end_ns=g_end[order],
+            name=ids(self.g_name)[order],
+            kind=np.asarray(self.g_kind, dtype=np.int8)[order],
+            correlation=ids(self.g_corr)[order],
+            grid=ids(self.g_grid).reshape(n, 3)[order],
+            block=ids(self.g_block).reshape(n, 3)[order],
+            nbytes=ids(self.g_bytes)[order],
+            graph=np.asarray(self.g_graph, dtype=bool)[order],
+        )
+        h_start, h_end, ok = self._ns(self.h_ts, self.h_dur)
+        order = _valid(np.argsort(h_start, kind="stable"), ok)
+        host = HostCalls(
+            thread=ids(self.h_thread)[order],
+            start_ns=h_start[order],
+            end_ns=h_end[order],
+            name=ids(self.h_name)[order],
+            correlation=ids(self.h_corr)[order],
+        )
+        c_start, c_end, ok = self._ns(self.c_ts, self.c_dur)
+        # Outer ops first when two start together, so containment scans see parents first.
+        order = _valid(np.lexsort((-c_end, c_start)), ok)
+        cpu = CpuOps(
+            thread=ids(self.c_thread)[order],
+            start_ns=c_start[order],
+            end_ns=c_end[order],
+            name=ids(self.c_name)[order],
+            annotation=np.asarray(self.c_ann, dtype=bool)[order],
+            sequence=ids(self.c_seq)[order],
+            fwd_thread=ids(self.c_fwd)[order],
+            input_dims=ids(self.c_dims)[order],
+            input_types=ids(self.c_types)[order],
+            concrete_inputs=ids(self.c_concrete)[order],
+            call_stack=ids(self.c_stack)[order],
+        )
+        f_start, f_end, ok = self._ns(self.f_ts, self.f_dur)
+        order = _valid(np.lexsort((-f_end, f_start)), ok)
+        frames = PyFrames(
+            thread=ids(self.f_thread)[order],
+            start_ns=f_start[order],
+            end_ns=f_end[order],
+            name=ids(self.f_name)[order],
+            call_line=ids(self.f_line)[order],
+        )
+        s_start, s_end, ok = self._ns(self.s_ts, self.s_dur)
+        order = _valid(np.argsort(s_start, kind="stable"), ok)
+        spans = Spans(
+            where=ids(self.s_dev)[order],
+            start_ns=s_start[order],
+            end_ns=s_end[order],
+            name=ids(self.s_name)[order],
+        )
+        threads = tuple(
+            Thread(pid=pid, tid=tid, name=self.thread_names.get((pid, tid), ""))
+            for pid, tid in self.thread_keys
+        )
+        return {
+            "gpu": gpu,
+            "host_calls": host,
+            "cpu_ops": cpu,
+            "frames": frames,
+            "gpu_annotations": spans,
+            "threads": threads,
+            "strings": tuple(self.strings),
+            "values": tuple(self.values),
+        }
+
+    def problems(self) -> list[Problem]:
+        found = []
+        if self.bad_times:
+            found.append(
+                Problem(
+                    "bad-timestamp",
+                    self.bad_times,
+                    "events whose ts is missing, not a number or out of range were dropped",
+                )
+            )
+        if self.negative_durations:
+            found.append(
+                Problem(
+                    "negative-duration",
+                    self.negative_durations,
+                    "events with a negative dur were kept with a duration of 0",
+                )
+            )
+        return found

@@ -1,0 +1,274 @@
+"""Streaming the bytes of a trace file into runs of whole events, with bounded memory.
+
+A trace is one JSON object whose ``traceEvents`` array holds nearly all the bytes (or, in the
+legacy format, a bare array). The reader finds the array, then hands out runs of complete
+events cut at object boundaries, a few MiB at a time, so the file is never held whole.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import msgspec
+
+from brrr_trace.errors import NotATraceError
+
+CHUNK_BYTES = 16 << 20
+HEADER_SEARCH_BYTES = 64 << 20
+MAX_EVENT_BYTES = 64 << 20
+
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_EXACT_TS = re.compile(rb'"ts"\s*:\s*\d{16,}\.\d')
+
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass
+class ReadState:
+    """What the reader learned besides the events: header keys, and how the file ended."""
+
+    header: dict[str, Any] = field(default_factory=dict)
+    legacy_array: bool = False
+    exact_timestamps: bool = False
+    truncated: bool = False
+    header_unreadable: bool = False
+    uncompressed_bytes: int = 0
+
+
+def _open(path: str) -> tuple[IO[bytes], IO[bytes]]:
+    raw = open(path, "rb")  # noqa: SIM115 - closed by the caller through the returned handle
+    magic = raw.read(2)
+    raw.seek(0)
+    if magic == b"\x1f\x8b":
+        return raw, gzip.GzipFile(fileobj=raw, mode="rb")
+    return raw, raw
+
+
+def _read(stream: IO[bytes], size: int, path: str) -> bytes:
+    try:
+        return stream.read(size)
+    except (OSError, EOFError, zlib.error) as error:
+        raise _GzipBroken(str(error)) from error
+
+
+class _GzipBroken(Exception):
+    pass
+
+
+def iter_event_runs(
+    path: str, state: ReadState, progress: ProgressFn | None = None
+) -> Iterator[bytes]:
+    """Yield byte runs ``{..}, {..}, ... {..}`` of whole events; fill ``state`` on the way."""
+    raw, stream = _open(path)
+    total = os.fstat(raw.fileno()).st_size
+    try:
+        yield from _runs(path, raw, stream, total, state, progress)
+    finally:
+        stream.close()
+        raw.close()
+
+
+def _runs(
+    path: str,
+    raw: IO[bytes],
+    stream: IO[bytes],
+    total: int,
+    state: ReadState,
+    progress: ProgressFn | None,
+) -> Iterator[bytes]:
+    name = os.path.basename(path)
+    try:
+        pending = _read(stream, CHUNK_BYTES, path)
+    except _GzipBroken as error:
+        raise NotATraceError(f"{name}: the gzip data is corrupt ({error}).") from None
+    state.uncompressed_bytes = len(pending)
+    start = _find_events_start(name, stream, pending, state, path)
+    pending = pending[start:]
+    if state.header.get("_tail_search"):
+        pending = state.header.pop("_tail_search")
+    eof = False
+    while True:
+        if not eof:
+            try:
+                more = _read(stream, CHUNK_BYTES, path)
+            except _GzipBroken:
+                more = b""
+                state.truncated = True
+            if more:
+                state.uncompressed_bytes += len(more)
+                pending += more
+            else:
+                eof = True
+            if progress is not None:
+                progress(min(raw.tell(), total), total)
+        if eof:
+            yield from _finish(pending, state)
+            return
+        cut = _last_boundary(pending)
+        if cut < 0:
+            if len(pending) > MAX_EVENT_BYTES:
+                if not pending.strip():
+                    pending = b""
+                    continue
+                raise NotATraceError(
+                    f"{name}: found a single event larger than {MAX_EVENT_BYTES >> 20} MiB; "
+                    "this does not look like a profiler trace."
+                )
+            continue
+        run = pending[: cut + 1]
+        rest = pending[cut + 1 :].lstrip()
+        pending = rest[1:] if rest[:1] == b"," else rest
+        if run.strip():
+            yield run
+
+
+def _find_events_start(
+    name: str, stream: IO[bytes], first: bytes, state: ReadState, path: str
+) -> int:
+    head = first.lstrip(b"\xef\xbb\xbf \t\r\n")
+    offset = len(first) - len(head)
+    if not head:
+        raise NotATraceError(f"{name}: the file is empty; expected a PyTorch profiler trace.")
+    if head[:1] == b"[":
+        state.legacy_array = True
+        start = offset + 1
+    elif head[:1] == b"{":
+        match = _EVENTS_KEY.search(first)
+        buf = first
+        while match is None and len(buf) < HEADER_SEARCH_BYTES:
+            try:
+                more = _read(stream, CHUNK_BYTES, path)
+            except _GzipBroken:
+                more = b""
+            if not more:
+                break
+            buf += more
+            match = _EVENTS_KEY.search(buf)
+        if match is None:
+            raise NotATraceError(
+                f'{name}: a JSON object without a "traceEvents" list; '
+                "expected a trace written by torch.profiler (export_chrome_trace)."
+            )
+        if buf is not first:
+            state.header["_tail_search"] = buf[match.end() :]
+        _parse_header(buf[offset : match.start()], state)
+        start = match.end()
+    else:
+        shown = head[:20].decode("utf-8", errors="replace")
+        raise NotATraceError(
+            f"{name}: not JSON (starts with {shown!r}); "
+            "expected a trace written by torch.profiler (.json or .json.gz)."
+        )
+    state.exact_timestamps = _EXACT_TS.search(first, start, start + (1 << 16)) is not None
+    return start
+
+
+def _parse_header(text: bytes, state: ReadState) -> None:
+    body = text.strip()
+    if body.endswith(b","):
+        body = body[:-1]
+    if body in (b"{", b""):
+        return
+    try:
+        header = msgspec.json.decode(body + b"}")
+    except (msgspec.DecodeError, RecursionError, ValueError):
+        state.header_unreadable = True
+        return
+    if isinstance(header, dict):
+        state.header.update(header)
+
+
+def _last_boundary(buf: bytes) -> int:
+    """Index of the ``}`` that closes the last complete event in ``buf``, or -1."""
+    j = len(buf)
+    while True:
+        j = buf.rfind(b"}", 0, j)
+        if j < 0:
+            return -1
+        k = j + 1
+        n = len(buf)
+        while k < n and buf[k] in b" \t\r\n":
+            k += 1
+        if k < n and buf[k] == 0x2C:  # ","
+            k += 1
+            while k < n and buf[k] in b" \t\r\n":
+                k += 1
+            if k < n and buf[k] == 0x7B:  # "{"
+                return j
+
+
+class _Tail(msgspec.Struct):
+    traceEvents: msgspec.Raw
+
+
+def _finish(pending: bytes, state: ReadState) -> Iterator[bytes]:
+    """The last run: events, the array's end, and (object format) the keys after it."""
+    body = pending.rstrip()
+    if state.legacy_array:
+        if body.endswith(b"]"):
+            body = body[:-1]
+        else:
+            state.truncated = True
+            yield from _cut_to_last_event(body)
+            return
+        if body.strip():
+            yield body
+        return
+    # Object format: find the "]" that closes traceEvents by letting msgspec parse the tail.
+    try:
+        doc = msgspec.json.decode(b'{"traceEvents":[' + body, type=dict[str, msgspec.Raw])
+    except (msgspec.DecodeError, RecursionError, ValueError):
+        doc = None
+    if doc is not None and "traceEvents" in doc:
+        events = bytes(doc.pop("traceEvents"))
+        for key, value in doc.items():
+            try:
+                state.header[key] = msgspec.json.decode(value)
+            except msgspec.DecodeError:
+                pass
+        inner = events.strip()[1:-1]
+        if inner.strip():
+            yield inner
+        return
+    end = _array_end(body)
+    if end is None:
+        state.truncated = True
+        yield from _cut_to_last_event(body)
+        return
+    body = body[:end]
+    if body.strip():
+        yield body
+
+
+_ARRAY_END = re.compile(rb"\}\s*\]\s*(?:,|\})")
+
+
+def _array_end(body: bytes) -> int | None:
+    """Position after the last event when the tail itself is dirty; None when the file is cut."""
+    match = None
+    for match in _ARRAY_END.finditer(body):
+        pass
+    if match is None:
+        stripped = body.rstrip()
+        if stripped.endswith(b"]}") or stripped.endswith(b"]"):
+            return stripped.rfind(b"]")
+        return None
+    return match.start() + 1
+
+
+def _cut_to_last_event(body: bytes) -> Iterator[bytes]:
+    """A cut file: the whole events first, then the broken remainder for the lenient decoder."""
+    cut = _last_boundary(body)
+    if cut < 0:
+        yield body
+        return
+    yield body[: cut + 1]
+    rest = body[cut + 1 :].lstrip().lstrip(b",")
+    if rest.strip():
+        yield rest

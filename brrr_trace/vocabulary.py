@@ -1,0 +1,54 @@
+"""The one vocabulary every layer shares: kinds of GPU work, regimes, idle causes, precisions."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class _Word(str, Enum):
+    """A string enum whose value is the word used in the report contract."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class KernelKind(_Word):
+    """What a GPU activity does. MEMCPY is a copy; it never means "memory-bound"."""
+
+    GEMM = "gemm"
+    CONV = "conv"
+    ATTENTION = "attention"
+    ELEMENTWISE = "elementwise"
+    REDUCTION = "reduction"
+    NORM = "norm"
+    SOFTMAX = "softmax"
+    COMMUNICATION = "communication"
+    MEMCPY = "memcpy"
+    MEMSET = "memset"
+    OTHER = "other"
+
+
+class Regime(_Word):
+    """Horace He's three regimes: where the time of a line goes."""
+
+    COMPUTE = "compute"
+    MEMORY = "memory"
+    OVERHEAD = "overhead"
+
+
+class IdleCause(_Word):
+    """Why the GPU sat idle in a gap (DESIGN §4)."""
+
+    SYNC = "sync"
+    DATALOADER = "dataloader"
+    HOST = "host"
+    LAUNCH = "launch"
+    OTHER = "other"
+
+
+class Precision(_Word):
+    """How precisely a result is placed on a source line (DESIGN §5)."""
+
+    EXACT = "exact"
+    RECOVERED = "recovered"
+    FUNCTION = "function"

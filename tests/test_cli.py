@@ -1,0 +1,91 @@
+"""The command line as a user meets it: exit codes, one-line errors, JSON contract, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from brrr_trace.cli import main, sample_trace
+from tests.tracebuilder import frame, kernel, launch, write
+
+TRACE = [
+    frame("train.py(3): step", 0.0, 100.0),
+    launch(1.0, corr=1),
+    kernel("k", 10.0, 5.0, corr=1),
+]
+
+
+def test_analyze_json_follows_the_contract(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path / "t.json", TRACE)
+    assert main(["analyze", str(path), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema_version"] == 1
+    assert set(doc) >= {"tool", "trace", "summary", "lines", "findings", "problems"}
+    assert set(doc["summary"]) >= {
+        "gpu_busy_us",
+        "gpu_idle_us",
+        "gpu_utilization",
+        "idle_by_cause_us",
+        "time_by_regime_us",
+    }
+    assert set(doc["summary"]["idle_by_cause_us"]) == {
+        "sync",
+        "dataloader",
+        "host",
+        "launch",
+        "other",
+    }
+    (line,) = doc["lines"]
+    assert (line["file"], line["line"], line["precision"]) == ("train.py", 3, "function")
+    assert line["gpu_us"] == 5.0
+
+
+def test_output_file_and_text_format(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.json", TRACE)
+    out = tmp_path / "report.txt"
+    assert main(["analyze", str(path), "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "utilization" in text and "train.py:3" in text
+
+
+@pytest.mark.parametrize("content", [b"", b"not json", b'{"a": 1}'])
+def test_bad_input_exits_2_with_one_line(tmp_path: Path, content: bytes, capsys) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    assert main(["analyze", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad.json" in err and "Traceback" not in err
+
+
+def test_missing_file_exits_2(tmp_path: Path, capsys) -> None:
+    assert main(["analyze", str(tmp_path / "nope.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_internal_error_exits_1_without_traceback(tmp_path: Path, monkeypatch, capsys) -> None:
+    import brrr_trace.pipeline
+
+    def boom(*_a, **_k):
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(brrr_trace.pipeline, "analyze", boom)
+    assert main(["analyze", str(write(tmp_path / "t.json", TRACE))]) == 1
+    err = capsys.readouterr().err
+    assert "internal error" in err and "kaboom" in err and "Traceback" not in err
+
+
+def test_no_argument_uses_traces_here_else_the_sample(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["analyze", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "bundled sample" in captured.err
+    assert json.loads(captured.out)["trace"]["path"] == str(sample_trace())
+    write(tmp_path / "mine.pt.trace.json", TRACE)
+    assert main(["analyze", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "bundled sample" not in captured.err
+    assert json.loads(captured.out)["trace"]["path"].endswith("mine.pt.trace.json")

@@ -1,0 +1,33 @@
+"""Every public trace: a report (exit 0), or for a file that is not a trace one line and exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from brrr_trace.cli import main
+from tests.conftest import PUBLIC
+
+FILES = (
+    sorted(p for p in PUBLIC.rglob("*") if p.name.endswith((".json", ".json.gz")))
+    if PUBLIC.is_dir()
+    else []
+)
+NOT_TRACES = {"benchmark_simple_add_et.json.gz"}  # a PyTorch execution trace, not Kineto
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(PUBLIC)) for p in FILES])
+def test_public_trace_gives_a_report_or_one_clear_line(path: Path, capsys, public_traces) -> None:
+    code = main(["analyze", str(path), "--format", "json"])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    if path.name in NOT_TRACES:
+        assert code == 2 and captured.err.count("\n") == 1
+    else:
+        assert code == 0, captured.err
+        assert captured.out.startswith("{")
+
+
+def test_public_folder_exists_or_skips(public_traces: Path) -> None:
+    assert FILES, "the public trace folder is present but holds no traces"

@@ -1,0 +1,161 @@
+"""Golden tests: a few events, the call, the expected numbers — one screen each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from brrr_trace.options import AnalysisOptions
+from brrr_trace.pipeline import analyze
+from brrr_trace.vocabulary import IdleCause, Precision, Regime
+from tests.tracebuilder import AUTOGRAD, frame, kernel, launch, memcpy, op, runtime, write
+
+GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1"
+ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >"
+
+
+def by_line(report):
+    return {(line.file, line.line): line for line in report.lines}
+
+
+def test_busy_idle_and_utilization_from_the_union_of_gpu_ops(tmp_path: Path) -> None:
+    events = [
+        kernel(GEMM, 100.0, 50.0, corr=1),
+        kernel(ADD, 120.0, 60.0, corr=2, stream=20),  # overlaps the first on another stream
+        memcpy("Memcpy HtoD (Pinned -> Device)", 300.0, 100.0, corr=3),
+    ]
+    report = analyze(write(tmp_path / "t.json", events))
+    s = report.summary
+    assert (s.gpu_busy_ns, s.gpu_idle_ns) == (80_000 + 100_000, 120_000)
+    assert s.gpu_utilization == 180 / 300
+    assert report.trace.span_ns == 300_000
+
+
+def test_host_gap_is_charged_to_the_line_the_host_was_running(tmp_path: Path) -> None:
+    events = [
+        frame("train.py(10): step", 0.0, 400.0),
+        frame("train.py(30): slow_python", 60.0, 200.0),
+        launch(10.0, corr=1),
+        kernel(ADD, 20.0, 30.0, corr=1),  # ends at 50
+        launch(300.0, corr=2),
+        kernel(ADD, 310.0, 30.0, corr=2),  # gap 50 -> 310 while Python ran
+    ]
+    report = analyze(write(tmp_path / "t.json", events))
+    assert report.summary.idle_by_cause_ns[IdleCause.HOST] == 260_000
+    lines = by_line(report)
+    # 200 µs inside slow_python, the rest (10 + 50) in step itself.
+    assert lines[("train.py", 30)].idle_by_cause_ns[IdleCause.HOST] == 200_000
+    assert lines[("train.py", 10)].idle_by_cause_ns[IdleCause.HOST] == 60_000
+    assert lines[("train.py", 10)].gpu_ns == 60_000
+    assert lines[("train.py", 10)].precision is Precision.FUNCTION
+
+
+def test_sync_gap_is_charged_to_the_line_that_blocked(tmp_path: Path) -> None:
+    events = [
+        frame("train.py(10): step", 0.0, 500.0),
+        frame("train.py(20): log_loss", 40.0, 200.0),
+        launch(5.0, corr=1),
+        kernel(GEMM, 10.0, 100.0, corr=1),  # ends at 110
+        op("aten::item", 45.0, 100.0),
+        runtime("cudaStreamSynchronize", 50.0, 62.0),  # blocked until 112
+        launch(400.0, corr=2),
+        kernel(ADD, 405.0, 10.0, corr=2),
+    ]
+    report = analyze(write(tmp_path / "t.json", events))
+    assert report.summary.idle_by_cause_ns[IdleCause.SYNC] == 295_000
+    assert by_line(report)[("train.py", 20)].idle_by_cause_ns[IdleCause.SYNC] == 295_000
+
+
+def test_short_gap_with_work_already_launched_is_launch_latency(tmp_path: Path) -> None:
+    events = [
+        frame("train.py(10): step", 0.0, 100.0),
+        launch(1.0, corr=1),
+        launch(4.0, corr=2),
+        kernel(ADD, 10.0, 3.0, corr=1),
+        kernel(ADD, 18.0, 3.0, corr=2),  # 5 µs gap, launched at 4 µs
+    ]
+    report = analyze(write(tmp_path / "t.json", events))
+    assert report.summary.idle_by_cause_ns[IdleCause.LAUNCH] == 5_000
+    line = by_line(report)[("train.py", 10)]
+    assert line.idle_by_cause_ns[IdleCause.LAUNCH] == 5_000
+    assert line.regime is Regime.OVERHEAD  # 3 µs kernels and idle: nothing but overhead
+
+
+def test_dataloader_wait_is_charged_to_the_for_loop_function(tmp_path: Path) -> None:
+    events = [
+        frame("train.py(5): train", 0.0, 1000.0),
+        launch(10.0, corr=1),
+        kernel(ADD, 20.0, 30.0, corr=1),
+        frame("torch/utils/data/dataloader.py(700): __next__", 60.0, 800.0),
+        launch(870.0, corr=2),
+        kernel(ADD, 880.0, 30.0, corr=2),
+    ]
+    report = analyze(write(tmp_path / "t.json", events))
+    assert report.summary.idle_by_cause_ns[IdleCause.DATALOADER] == 830_000
+    assert by_line(report)[("train.py", 5)].idle_by_cause_ns[IdleCause.DATALOADER] == 830_000
+
+
+def test_backward_kernels_land_on_the_forward_line(tmp_path: Path) -> None:
+    events = [
+        frame("model.py(3): forward", 0.0, 50.0),
+        op("aten::mm", 10.0, 20.0, **{"Sequence number": 7, "Fwd thread id": 0}),
+        launch(15.0, corr=1),
+        kernel(GEMM, 20.0, 40.0, corr=1),
+        op(
+            "autograd::engine::evaluate_function: MmBackward0",
+            100.0,
+            50.0,
+            tid=AUTOGRAD,
+            **{"Sequence number": 7, "Fwd thread id": 1},
+        ),
+        op("aten::mm", 105.0, 20.0, tid=AUTOGRAD, **{"Sequence number": 99}),
+        launch(110.0, corr=2, tid=AUTOGRAD),
+        kernel(GEMM, 115.0, 80.0, corr=2),
+    ]
+    report = analyze(write(tmp_path / "t.json", events))
+    line = by_line(report)[("model.py", 3)]
+    assert (line.gpu_ns, line.backward_gpu_ns, line.kernels) == (120_000, 80_000, 2)
+
+
+def test_legacy_call_stack_gives_exact_lines(tmp_path: Path) -> None:
+    stack = "/home/me/train.py(42): step;/home/me/train.py(99): <module>"
+    events = [
+        op("aten::add", 0.0, 30.0, **{"Call stack": stack}),
+        launch(5.0, corr=1),
+        kernel(ADD, 10.0, 20.0, corr=1),
+    ]
+    report = analyze(write(tmp_path / "t.json", events))
+    (line,) = report.lines
+    assert (line.file, line.line, line.function, line.precision) == (
+        "/home/me/train.py",
+        42,
+        "step",
+        Precision.EXACT,
+    )
+
+
+def test_lines_add_up_to_busy_plus_idle_minus_unattributed(tmp_path: Path) -> None:
+    events = [
+        frame("train.py(10): step", 0.0, 400.0),
+        launch(10.0, corr=1),
+        kernel(ADD, 20.0, 30.0, corr=1),
+        kernel(ADD, 60.0, 30.0, corr=77),  # no launch in the trace: busy, but on no line
+        launch(300.0, corr=2),
+        kernel(GEMM, 310.0, 30.0, corr=2),
+    ]
+    report = analyze(write(tmp_path / "t.json", events))
+    s = report.summary
+    total_lines = sum(line.gpu_ns + line.idle_ns for line in report.lines)
+    assert s.unattributed_gpu_ns == 30_000
+    assert (
+        total_lines + s.unattributed_gpu_ns + s.unattributed_idle_ns
+        == s.gpu_busy_ns + s.gpu_idle_ns
+    )
+    for line in report.lines:
+        assert sum(line.time_by_regime_ns.values()) == line.gpu_ns + line.idle_ns
+
+
+def test_device_option_selects_one_gpu(tmp_path: Path) -> None:
+    events = [kernel(ADD, 0.0, 10.0, corr=1, device=0), kernel(ADD, 0.0, 50.0, corr=2, device=1)]
+    path = write(tmp_path / "t.json", events)
+    assert analyze(path).summary.gpu_busy_ns == 50_000  # busiest by default
+    assert analyze(path, AnalysisOptions(device=0)).summary.gpu_busy_ns == 10_000
