@@ -1,4 +1,4 @@
-"""The command line as a user meets it: exit codes, one-line errors, JSON contract, no tracebacks."""
+"""The command line as a user meets it: exit codes, one-line errors, the JSON contract."""
 
 from __future__ import annotations
 

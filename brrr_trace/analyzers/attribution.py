@@ -207,6 +207,6 @@ def _forward_ops(trace: Trace, bwd_mask: np.ndarray, bwd_ops: Innermost) -> dict
     rows = rows[bwd_ops.at_many(cpu.thread[rows], cpu.start_ns[rows]) == NONE]
     forward: dict[int, int] = {}
     # Rows are sorted by start, outer first: the first row seen for a number is the outermost.
-    for row, seq in zip(rows.tolist(), cpu.sequence[rows].tolist()):
+    for row, seq in zip(rows.tolist(), cpu.sequence[rows].tolist(), strict=True):
         forward.setdefault(seq, row)
     return forward

@@ -89,7 +89,7 @@ def _flatten(
     seg_i: list[int] = []
     stack_end: list[int] = []
     stack_id: list[int] = []
-    for s, e, i in zip(starts, ends, ids):
+    for s, e, i in zip(starts, ends, ids, strict=True):
         while stack_end and stack_end[-1] <= s:
             t = stack_end.pop()
             stack_id.pop()

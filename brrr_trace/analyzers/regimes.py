@@ -154,6 +154,7 @@ def _top_kernels(
     totals = np.bincount(inverse, weights=dur.astype(np.float64))
     counts = np.bincount(inverse)
     out: dict[int, list[tuple[int, int, int]]] = {}
-    for (line_id, name), total, cnt in zip(keys.tolist(), totals.tolist(), counts.tolist()):
+    rows = zip(keys.tolist(), totals.tolist(), counts.tolist(), strict=True)
+    for (line_id, name), total, cnt in rows:
         out.setdefault(line_id, []).append((name, cnt, int(total)))
     return {k: tuple(sorted(v, key=lambda x: -x[2])[:keep]) for k, v in out.items()}

@@ -162,7 +162,7 @@ def _classify(
             return
         keys, inverse = np.unique(lines, return_inverse=True)
         sums = np.bincount(inverse, weights=ns, minlength=len(keys))
-        for line, total in zip(keys.tolist(), sums.tolist()):
+        for line, total in zip(keys.tolist(), sums.tolist(), strict=True):
             charge(line, kind, int(total))
 
     # sync: the host sat in a blocking call when the queue ran dry.

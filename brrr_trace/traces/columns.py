@@ -224,7 +224,7 @@ class Columns:
                 f_ts(ts)
                 f_dur(dur)
                 f_line(NO_ID if args is None or args.call_line is None else _as_int(args.call_line))
-            elif table == _CPU or table == _ANNOTATION:
+            elif table in (_CPU, _ANNOTATION):
                 self.c_thread.append(thread(*key))
                 self.c_name.append(intern(name))
                 self.c_ann.append(table == _ANNOTATION)

@@ -7,6 +7,7 @@ events cut at object boundaries, a few MiB at a time, so the file is never held 
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import re
@@ -228,10 +229,8 @@ def _finish(pending: bytes, state: ReadState) -> Iterator[bytes]:
     if doc is not None and "traceEvents" in doc:
         events = bytes(doc.pop("traceEvents"))
         for key, value in doc.items():
-            try:
+            with contextlib.suppress(msgspec.DecodeError):
                 state.header[key] = msgspec.json.decode(value)
-            except msgspec.DecodeError:
-                pass
         inner = events.strip()[1:-1]
         if inner.strip():
             yield inner
@@ -251,9 +250,8 @@ _ARRAY_END = re.compile(rb"\}\s*\]\s*(?:,|\})")
 
 def _array_end(body: bytes) -> int | None:
     """Position after the last event when the tail itself is dirty; None when the file is cut."""
-    match = None
-    for match in _ARRAY_END.finditer(body):
-        pass
+    matches = list(_ARRAY_END.finditer(body))
+    match = matches[-1] if matches else None
     if match is None:
         stripped = body.rstrip()
         if stripped.endswith(b"]}") or stripped.endswith(b"]"):
