@@ -97,12 +97,12 @@ def analyze_loaded(
     device = _pick_device(trace, options)
     if device is not None and len(devices_present) > 1:
         trace = _only_device(trace, device)
-    locator = Locator(trace, options)
+    mapper = PathMapper(options.source_root or os.getcwd(), options.path_mappings)
+    locator = Locator(trace, options, mapper)
     ops = attribute_ops(trace, locator)
     timeline = build_timeline(trace, ops, locator, options)
     classes = classify_ops(trace, options)
     costs = line_costs(trace, ops, classes, timeline, locator)
-    mapper = PathMapper(options.source_root or os.getcwd(), options.path_mappings)
 
     lines = []
     for cost in costs:

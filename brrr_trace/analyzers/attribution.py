@@ -8,12 +8,15 @@ time lands on the forward line.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from brrr_trace.analyzers.frames import parse_call_stack, parse_frame, user_frame_mask
+from brrr_trace.analyzers.frames import FrameName, parse_call_stack, parse_frame, user_frame_mask
 from brrr_trace.analyzers.intervals import NONE, Innermost
+from brrr_trace.analyzers.paths import PathMapper
+from brrr_trace.analyzers.source import Body, Observed, align, find_body, observe
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import NO_ID, Trace
 from brrr_trace.vocabulary import Precision
@@ -33,9 +36,17 @@ class LineKey:
 class Locator:
     """Source lines of host threads at points and over windows of time."""
 
-    def __init__(self, trace: Trace, options: AnalysisOptions) -> None:
+    def __init__(
+        self, trace: Trace, options: AnalysisOptions, mapper: PathMapper | None = None
+    ) -> None:
         self.trace = trace
         self.options = options
+        self.mapper = mapper
+        self._children: dict[int, tuple[np.ndarray, np.ndarray, tuple[int | None, ...]]] = {}
+        self._alignments: dict[tuple[int, tuple[Observed, ...]], tuple[int | None, ...]] = {}
+        self._bodies: dict[int, Body | None] = {}
+        self._observed: dict[tuple[int, bool], Observed] = {}
+        self._thread_events: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self.lines: list[LineKey] = []
         self._line_ids: dict[LineKey, int] = {}
         frames = trace.frames
@@ -98,9 +109,11 @@ class Locator:
         out = np.full(len(t), NONE, dtype=np.int64)
         if len(self.user_rows):
             local = self.user_frames.at_many(thread, t)
-            found = local != NONE
+            found = np.flatnonzero(local != NONE)
             rows = self.user_rows[local[found]]
             out[found] = self._frame_line[self.trace.frames.name[rows]]
+            if self.mapper is not None:
+                self._recover(out, found, rows, t)
         if len(self._stack_rows):
             local = self._stacks.at_many(thread, t)
             for k in np.flatnonzero(local != NONE):
@@ -108,6 +121,103 @@ class Locator:
                 if line != NONE:
                     out[k] = line
         return out
+
+    # -- call-site recovery -----------------------------------------------------------------
+
+    def _recover(self, out: np.ndarray, where: np.ndarray, rows: np.ndarray, t: np.ndarray) -> None:
+        """Replace def-line results by the statement line where the source can tell."""
+        frames = self.trace.frames
+        for row in np.unique(rows).tolist():
+            body = self._body(int(frames.name[row]))
+            if body is None:
+                continue
+            starts, ends, lines = self._invocation(row, body)
+            if len(starts) == 0:
+                continue
+            sel = where[rows == row]
+            k = np.searchsorted(starts, t[sel], side="right") - 1
+            for q, kk in zip(sel.tolist(), k.tolist(), strict=True):
+                line = _line_near(starts, ends, lines, kk, int(t[q]))
+                if line is not None:
+                    out[q] = self._recovered_id(int(frames.name[row]), line)
+
+    def _recovered_id(self, name_id: int, line: int) -> int:
+        parsed = parse_frame(self.trace.strings[name_id])
+        assert parsed is not None
+        return self._intern(LineKey(parsed.file, line, parsed.function, Precision.RECOVERED))
+
+    def _body(self, name_id: int) -> Body | None:
+        if name_id in self._bodies:
+            return self._bodies[name_id]
+        body = None
+        parsed = parse_frame(self.trace.strings[name_id])
+        if parsed is not None and self.mapper is not None:
+            body = _load_body(parsed, self.mapper)
+        self._bodies[name_id] = body
+        return body
+
+    def _events_of(self, thread: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Frames and ATen ops of a thread by start, outer first: start, end, row, is_frame."""
+        found = self._thread_events.get(thread)
+        if found is None:
+            frames, cpu = self.trace.frames, self.trace.cpu_ops
+            f = np.flatnonzero(frames.thread == thread)
+            c = np.flatnonzero((cpu.thread == thread) & ~cpu.annotation)
+            start = np.concatenate([frames.start_ns[f], cpu.start_ns[c]])
+            end = np.concatenate([frames.end_ns[f], cpu.end_ns[c]])
+            row = np.concatenate([f, c])
+            is_frame = np.concatenate([np.ones(len(f), bool), np.zeros(len(c), bool)])
+            # Frames before ops on a tie: a built-in frame wraps the op it calls.
+            order = np.lexsort((~is_frame, -end, start))
+            found = (start[order], end[order], row[order], is_frame[order])
+            self._thread_events[thread] = found
+        return found
+
+    def _invocation(
+        self, row: int, body: Body
+    ) -> tuple[np.ndarray, np.ndarray, tuple[int | None, ...]]:
+        cached = self._children.get(row)
+        if cached is not None:
+            return cached
+        frames = self.trace.frames
+        thread = int(frames.thread[row])
+        s, e = int(frames.start_ns[row]), int(frames.end_ns[row])
+        starts, ends, rows, is_frame = self._events_of(thread)
+        lo = int(np.searchsorted(starts, s, side="left"))
+        hi = int(np.searchsorted(starts, e, side="right"))
+        child_start: list[int] = []
+        child_end: list[int] = []
+        seen: list[Observed] = []
+        reach = s
+        names = self.trace.strings
+        for k in range(lo, hi):
+            cs, ce = int(starts[k]), int(ends[k])
+            if is_frame[k] and int(rows[k]) == row:
+                continue
+            if cs < reach or ce > e:
+                continue
+            reach = max(ce, cs + 1) if ce > cs else cs
+            name_id = (
+                int(frames.name[rows[k]]) if is_frame[k] else int(self.trace.cpu_ops.name[rows[k]])
+            )
+            key = (name_id, bool(is_frame[k]))
+            observed = self._observed.get(key)
+            if observed is None:
+                observed = self._observed[key] = observe(names[name_id], bool(is_frame[k]))
+            child_start.append(cs)
+            child_end.append(ce)
+            seen.append(observed)
+        memo_key = (id(body), tuple(seen))
+        lines = self._alignments.get(memo_key)
+        if lines is None:
+            lines = self._alignments[memo_key] = align(body, tuple(seen))
+        result = (
+            np.asarray(child_start, dtype=np.int64),
+            np.asarray(child_end, dtype=np.int64),
+            lines,
+        )
+        self._children[row] = result
+        return result
 
     def line_at(self, thread: int, t: int) -> int:
         return int(self.lines_at(np.array([thread]), np.array([t]))[0])
@@ -132,6 +242,30 @@ class Locator:
                 row = int(self.dataloader_rows[local])
                 caller = self.line_at(thread, int(self.trace.frames.start_ns[row]))
         return covered, caller
+
+
+def _load_body(frame: FrameName, mapper: PathMapper) -> Body | None:
+    if frame.function.startswith("<") and frame.function != "<module>":
+        return None  # lambdas and comprehensions: the frame's own line is already the statement
+    path = mapper.map(frame.file)
+    if path is None:
+        return None
+    try:
+        mtime = os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+    return find_body(path, mtime, frame.line, frame.function)
+
+
+def _line_near(
+    starts: np.ndarray, ends: np.ndarray, lines: tuple[int | None, ...], k: int, t: int
+) -> int | None:
+    """The line of the child event around ``t``; between children, the one about to run."""
+    if k >= 0 and t < ends[k]:
+        return lines[k]
+    if k + 1 < len(lines):
+        return lines[k + 1]
+    return lines[k] if k >= 0 else None
 
 
 @dataclass(frozen=True)
