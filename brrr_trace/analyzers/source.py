@@ -277,11 +277,19 @@ def find_body(path: str, mtime_ns: int, def_line: int, function: str) -> Body | 
 def _body_of(tree: ast.Module, def_line: int, function: str) -> Body | None:
     if function == "<module>":
         return _flatten(tree.body, 1, _last_line(tree))
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function:
-            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-            if def_line in (first, node.lineno):
-                return _flatten(node.body, node.lineno, node.end_lineno or node.lineno)
+    candidates = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function
+    ]
+    for node in candidates:
+        first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        if def_line in (first, node.lineno):
+            return _flatten(node.body, node.lineno, node.end_lineno or node.lineno)
+    # A frame already running when profiling started is named by its current line, not its def.
+    for node in candidates:
+        if node.lineno <= def_line <= (node.end_lineno or node.lineno):
+            return _flatten(node.body, node.lineno, node.end_lineno or node.lineno)
     return None
 
 

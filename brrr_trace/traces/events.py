@@ -90,12 +90,30 @@ class DecodeStats:
 
 
 def decode_batch(text: bytes, exact: bool, stats: DecodeStats) -> list[Any]:
-    """Decode ``ev, ev, ...`` (no brackets). Falls back to one event at a time on any error."""
+    """Decode ``ev, ev, ...`` (no brackets), falling back step by step on dirt.
+
+    Typed decoding of the whole run first; if a field has an odd type, a generic decode of the
+    run with per-event coercion; only if the run is not valid JSON at all, one event at a time.
+    """
+    body = b"[" + text + b"]"
     decoder = EXACT_DECODER if exact else FAST_DECODER
     try:
-        return decoder.decode(b"[" + text + b"]")
+        return decoder.decode(body)
     except (msgspec.DecodeError, RecursionError, ValueError):
         pass
+    try:
+        loose = _ANY.decode(body)
+    except (msgspec.DecodeError, RecursionError, ValueError):
+        loose = None
+    if isinstance(loose, list):
+        events = []
+        for obj in loose:
+            if isinstance(obj, dict):
+                stats.wrong_types += 1
+                events.append(coerce_event(obj, exact))
+            else:
+                stats.unparseable += 1
+        return events
     events = []
     for piece in split_events(text):
         event = decode_one(piece, exact, stats)
