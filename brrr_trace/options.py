@@ -15,6 +15,7 @@ DEFAULT_EXCLUDED_FILES: tuple[str, ...] = (
     "*/site-packages/torch/*",
     "*/dist-packages/torch/*",
     "<*",
+    "*torchinductor_*",
 )
 
 

@@ -52,6 +52,7 @@ class Locator:
         frames = trace.frames
         strings = trace.strings
         user = user_frame_mask(strings, frames.name, options)
+        user &= ~_compiled_frames(trace, user)
         self.user_rows = np.flatnonzero(user)
         self.user_frames = Innermost(
             frames.thread[user], frames.start_ns[user], frames.end_ns[user]
@@ -242,6 +243,32 @@ class Locator:
                 row = int(self.dataloader_rows[local])
                 caller = self.line_at(thread, int(self.trace.frames.start_ns[row]))
         return covered, caller
+
+
+_COMPILER_FRAME = "torch/_dynamo/"
+
+
+def _compiled_frames(trace: Trace, user: np.ndarray) -> np.ndarray:
+    """User frames that torch.compile ran as a graph: their statements never ran one by one.
+
+    Dynamo enters the original frame from its own eval-frame wrapper; time inside belongs to the
+    line that called the compiled function, so such frames are skipped over.
+    """
+    frames = trace.frames
+    out = np.zeros(len(frames), dtype=bool)
+    is_compiler = np.array([s.startswith(_COMPILER_FRAME) for s in trace.strings], dtype=bool)
+    compiler = is_compiler[frames.name] if len(frames) else out
+    if not compiler.any() or not user.any():
+        return out
+    rows = np.flatnonzero(compiler)
+    index = Innermost(frames.thread[~user], frames.start_ns[~user], frames.end_ns[~user])
+    other_rows = np.flatnonzero(~user)
+    candidates = np.flatnonzero(user)
+    parent = index.at_many(frames.thread[candidates], frames.start_ns[candidates])
+    found = parent != NONE
+    parent_rows = other_rows[parent[found]]
+    out[candidates[found]] = np.isin(parent_rows, rows)
+    return out
 
 
 def _load_body(frame: FrameName, mapper: PathMapper) -> Body | None:

@@ -78,9 +78,11 @@ def line_costs(
     timeline: Timeline,
     locator: Locator,
 ) -> list[LineCost]:
+    cpu_time = _cpu_time(trace, locator)  # may place lines of its own: count lines after it
     n_lines = len(locator.lines)
     if n_lines == 0:
         return []
+    cpu_ns = np.bincount(cpu_time[0], weights=cpu_time[1], minlength=n_lines)
     gpu = trace.gpu
     placed = ops.line != NONE
     line = ops.line[placed]
@@ -92,7 +94,6 @@ def line_costs(
     for code in range(3):
         sel = classes.regime[placed] == code
         by_regime[:, code] = np.bincount(line[sel], weights=excl[sel], minlength=n_lines)
-    cpu_ns = _cpu_time(trace, locator, n_lines)
     idle: dict[int, dict[IdleCause, int]] = {}
     for (line_id, cause), ns in timeline.idle_charges.items():
         if line_id != NONE:
@@ -123,12 +124,12 @@ def line_costs(
     return out
 
 
-def _cpu_time(trace: Trace, locator: Locator, n_lines: int) -> np.ndarray:
-    """Host time of the outermost ATen ops each line ran (dispatch + launch cost)."""
+def _cpu_time(trace: Trace, locator: Locator) -> tuple[np.ndarray, np.ndarray]:
+    """(line, ns) of the outermost ATen ops: the host time (dispatch + launch) each line ran."""
     cpu = trace.cpu_ops
     ops = np.flatnonzero(~cpu.annotation)
     if len(ops) == 0:
-        return np.zeros(n_lines)
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
     outer = np.zeros(len(ops), dtype=bool)
     thread = cpu.thread[ops]
     for h in np.unique(thread).tolist():
@@ -139,8 +140,7 @@ def _cpu_time(trace: Trace, locator: Locator, n_lines: int) -> np.ndarray:
     rows = ops[outer]
     lines = locator.lines_at(cpu.thread[rows], cpu.start_ns[rows])
     ok = lines != NONE
-    dur = (cpu.end_ns[rows] - cpu.start_ns[rows])[ok].astype(np.float64)
-    return np.bincount(lines[ok], weights=dur, minlength=n_lines)
+    return lines[ok], (cpu.end_ns[rows] - cpu.start_ns[rows])[ok].astype(np.float64)
 
 
 def _top_kernels(

@@ -53,7 +53,16 @@ _SUBSCRIPT_STORE = _SUBSCRIPT_LOAD | frozenset(
 _TRUTH = frozenset({"is_nonzero", "item", "_local_scalar_dense"})
 # Frames that wrap whatever the user called (decorators, dispatch glue): they match any call.
 _GENERIC_WRAPPERS = frozenset(
-    {"wrapper", "_fn", "decorate_context", "inner", "wrapped", "_wrapped_call_impl", "__call__"}
+    {
+        "wrapper",
+        "_fn",
+        "decorate_context",
+        "inner",
+        "wrapped",
+        "_wrapped_call_impl",
+        "__call__",
+        "compile_wrapper",
+    }
 )
 _ITERATION = frozenset({"__iter__", "__next__", "iter", "next", "_next_data"})
 
