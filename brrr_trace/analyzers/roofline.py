@@ -129,7 +129,7 @@ def _parse_entry(raw: Mapping[str, Any]) -> _Recognition:
         simt_tflops=_unit_peaks(raw.get("simt_tflops")),
         hbm_gbps=_num(raw.get("hbm_gbps")),
         link_gbps=_num(raw.get("link_gbps")),
-        link=raw.get("link"),
+        link=str(raw["link"]) if raw.get("link") is not None else None,
         source=str(raw.get("source", "")),
     )
     patterns = tuple(frozenset(str(t).lower() for t in p) for p in raw.get("match", ()))
@@ -246,10 +246,11 @@ def match_device(
             return False
         if cc is not None and peak.compute_capability is not None and cc != peak.compute_capability:
             return False
-        if sms is not None and peak.sms is not None:
-            if sms > peak.sms or (sms < peak.sms and not allow_partition):
-                return False
-        return True
+        return not (
+            sms is not None
+            and peak.sms is not None
+            and (sms > peak.sms or (sms < peak.sms and not allow_partition))
+        )
 
     tokens = _tokens(name)
     best_len = 0
@@ -305,6 +306,10 @@ def _partition(peak: GpuPeak, sms: int | None, mem_gib: float | None) -> GpuPeak
 # ------------------------------------------------------------------------------------------------
 
 
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
@@ -318,8 +323,8 @@ _KIND_RULES: tuple[tuple[KernelKind, re.Pattern[str]], ...] = (
     (
         KernelKind.COMMUNICATION,
         _rx(
-            r"nccl|rccl|msccl|cross_device_reduce|multimem_all_reduce|all_?reduce|all_?gather"
-            r"|reduce_?scatter|all_?to_?all"
+            r"nccl|rccl|msccl|cross_device_reduce|multimem_all_reduce"
+            r"|(?<![a-z])(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all)"
         ),
     ),
 )
@@ -331,6 +336,7 @@ _TRITON = _rx(r"^\s*(?:void\s+)?triton_(poi|red|per|tem|for|spl)_")
 _TRITON_TEMPLATE_ATTENTION = _rx(r"attention|attn")
 
 _NAME_RULES: tuple[tuple[KernelKind, re.Pattern[str]], ...] = (
+    (KernelKind.ELEMENTWISE, _rx(r"kv_?indices|reshape_and_cache|store_kv_?cache")),
     (
         KernelKind.ATTENTION,
         _rx(
@@ -343,7 +349,7 @@ _NAME_RULES: tuple[tuple[KernelKind, re.Pattern[str]], ...] = (
         KernelKind.CONV,
         _rx(
             r"fprop|dgrad|wgrad|conv(?!ert)|winograd|scudnn|cudnn::cnn|igemm_(fwd|bwd|wrw)"
-            r"|_gtc|im2col|col2im|depthwise"
+            r"|_gtc|im2col|col2im|depthwise|cask_cudnn|xdlops_bwd_weight"
         ),
     ),
     (
@@ -359,7 +365,8 @@ _NAME_RULES: tuple[tuple[KernelKind, re.Pattern[str]], ...] = (
     (
         KernelKind.GEMM,
         _rx(
-            r"gemm|gemv|cijk_|nvjet|cublas|cutlass|xmma|wmma|tensorop|s1688|h1688|h884|s884"
+            r"(?<!fb)gemm|gemv|cijk_|nvjet|cublas|cutlass3x|cutlass_\d|xmma|wmma|(?<![a-z])tensorop"
+            r"|s1688|h1688|h884|s884"
             r"|16816|i8816|wvsplitk|(^|[^a-z])bmm_|matmul|dot_kernel"
         ),
     ),
@@ -370,14 +377,15 @@ _NAME_RULES: tuple[tuple[KernelKind, re.Pattern[str]], ...] = (
             r"|catarray|index_?select|gather|scatter|index_put|index_add|embedding|embs_"
             r"|masked|where|clamp|dropout|distribution|philox|transpose|permute|rotary|rope"
             r"|act_and_mul|silu|gelu|relu|sigmoid|tanh|quant|fp8|float8|upsample|interp"
-            r"|tril|triu|arange|one_hot|pad_|flip|roll|_cast"
+            r"|tril|triu|arange|one_hot|pad_|flip|roll|_cast|index|indices|scalepackedtensor"
+            r"|addtensor|subtensorop|scal_kernel"
         ),
     ),
     (
         KernelKind.REDUCTION,
         _rx(
             r"reduce|reduction|scan|cumsum|cumprod|argmax|argmin|topk|welford|logsumexp"
-            r"|pool|sum_|mean_|norm_kernel|_norm_"
+            r"|pool|sum_|mean_|norm_kernel|_norm_|nllcriterion|nll_loss|cross_entropy"
         ),
     ),
 )
@@ -387,10 +395,13 @@ def kernel_kind(name: str) -> KernelKind:
     """What a GPU activity does, from its (demangled or mangled) name alone.
 
     Needed when shapes were not recorded: the family still separates matrix work from
-    memory-bound work. Unknown names are OTHER (not guessed into a family).
+    memory-bound work. Only the name and its template arguments are read: a demangled
+    parameter list names the types of every argument (``fbgemm_gpu::FixedDivisor``,
+    ``flashinfer::QuantizationSFLayout``), not what the kernel does. Unknown names are OTHER.
     """
     if not isinstance(name, str) or not name:
         return KernelKind.OTHER
+    name = _strip_params(name)
     for kind, rx in _KIND_RULES:
         if rx.search(name):
             return kind
@@ -437,7 +448,10 @@ def is_tf32_kernel(name: str) -> bool:
 _DTYPE_LOW_PRECISION: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("fp8", _rx(r"float8|e4m3|e5m2|(?<![a-z0-9])fp8")),
     ("bf16", _rx(r"bfloat16|(?<![a-z0-9])bf16")),
-    ("fp16", _rx(r"c10::half|__half|(?<![a-z0-9])(f16|fp16|half|hgemm|h884|h1688|h16816)(?![0-9])")),
+    (
+        "fp16",
+        _rx(r"c10::half|__half|(?<![a-z0-9])(f16|fp16|half|hgemm|h884|h1688|h16816)(?![0-9])"),
+    ),
 )
 _DTYPE_WIDE = _rx(r"(?<![a-z0-9])(double|f64|fp64|dgemm|float|f32|fp32|sgemm|tf32)(?![0-9])")
 
@@ -541,26 +555,10 @@ _DTYPES: dict[str, tuple[str, int]] = {
     "c10::complex<double>": ("complex128", 16),
 }
 # Argument kinds that are not tensors (case matters: "Double" is a scalar, "double" a tensor).
-_NON_TENSOR = frozenset(
-    {
-        "",
-        "Scalar",
-        "ScalarList",
-        "GenericList",
-        "TensorList",
-        "Int",
-        "Bool",
-        "Double",
-        "Float",
-        "Long",
-        "String",
-        "Device",
-        "Layout",
-        "ScalarType",
-        "MemoryFormat",
-        "None",
-    }
-)
+_NON_TENSOR = _words(
+    "Scalar ScalarList GenericList TensorList Int Bool Double Float Long String "
+    "Device Layout ScalarType MemoryFormat None"
+) | {""}
 # c10::ScalarType codes, as Concrete Inputs write a dtype argument.
 _SCALAR_TYPE: dict[int, tuple[str, int]] = {
     0: ("uint8", 1),
@@ -623,9 +621,8 @@ class _Args:
         """Shape of tensor argument i (None if it is not a tensor with a valid shape)."""
         if i >= len(self.dims) or not _is_dim_list(self.dims[i]):
             return None
-        if i < len(self.types) and isinstance(self.types[i], str):
-            if self.types[i] in _NON_TENSOR:
-                return None
+        if i < len(self.types) and self.types[i] in _NON_TENSOR:
+            return None
         return tuple(self.dims[i])
 
     def dtype(self, i: int) -> str | None:
@@ -653,7 +650,7 @@ class _Args:
         return [tuple(s) for s in v]
 
     def value(self, i: int) -> object:
-        """Concrete input i as a Python value (int, float, bool, list, None); never evaluates code."""
+        """Concrete input i as a value (int, float, bool, list or None); never runs code."""
         if i >= len(self.concrete):
             return None
         return parse_concrete(self.concrete[i])
@@ -684,7 +681,13 @@ class _Args:
         return v if isinstance(v, bool) else None
 
 
-_CONCRETE_WORDS = {"True": "True", "False": "False", "None": "None", "true": "True", "false": "False"}
+_CONCRETE_WORDS = {
+    "True": "True",
+    "False": "False",
+    "None": "None",
+    "true": "True",
+    "false": "False",
+}
 
 
 def parse_concrete(text: object) -> object:
@@ -971,14 +974,12 @@ _SDPA: dict[str, _SdpaLayout] = {
     "aten::_scaled_dot_product_flash_attention_for_cpu": _SdpaLayout(0, False, {-1: 4}, False),
     "aten::_scaled_dot_product_efficient_attention": _SdpaLayout(0, False, {6: 4, -1: 6}, False),
     "aten::_scaled_dot_product_cudnn_attention": _SdpaLayout(0, False, {7: 4, -1: 6}, False),
-    "aten::_scaled_dot_product_fused_attention_overrideable": _SdpaLayout(
-        0, False, {-1: 5}, False
-    ),
+    "aten::_scaled_dot_product_fused_attention_overrideable": _SdpaLayout(0, False, {-1: 5}, False),
     "aten::_flash_attention_forward": _SdpaLayout(0, True, {-1: 8}, False),
     "aten::_efficient_attention_forward": _SdpaLayout(0, True, {-1: 9}, False, True),
     "aten::_scaled_dot_product_flash_attention_backward": _SdpaLayout(1, False, {-1: 11}, True),
     "aten::_scaled_dot_product_flash_attention_for_cpu_backward": _SdpaLayout(
-        1, False, {-1: 9}, True
+        1, False, {-1: 7}, True
     ),
     "aten::_scaled_dot_product_efficient_attention_backward": _SdpaLayout(
         1, False, {9: 6, -1: 11}, True
@@ -1032,148 +1033,26 @@ _FLOPS_PER_ELEMENT: dict[str, int] = {
     "lerp": 3,
 }
 _ZERO_FLOP = frozenset({"copy", "fill", "zero", "masked_fill", "where", "clone"})
-_COMPARISONS = frozenset(
-    {
-        "eq",
-        "ne",
-        "lt",
-        "le",
-        "gt",
-        "ge",
-        "isnan",
-        "isinf",
-        "isfinite",
-        "logical_and",
-        "logical_or",
-        "logical_xor",
-        "logical_not",
-    }
+_COMPARISONS = _words(
+    "eq ne lt le gt ge isnan isinf isfinite logical_and logical_or logical_xor logical_not"
 )
 
-_UNARY = frozenset(
-    {
-        "abs",
-        "neg",
-        "exp",
-        "exp2",
-        "expm1",
-        "log",
-        "log2",
-        "log10",
-        "log1p",
-        "sqrt",
-        "rsqrt",
-        "reciprocal",
-        "square",
-        "sigmoid",
-        "tanh",
-        "relu",
-        "relu6",
-        "gelu",
-        "silu",
-        "mish",
-        "elu",
-        "selu",
-        "celu",
-        "softplus",
-        "hardtanh",
-        "hardswish",
-        "hardsigmoid",
-        "leaky_relu",
-        "logit",
-        "sin",
-        "cos",
-        "tan",
-        "asin",
-        "acos",
-        "atan",
-        "sinh",
-        "cosh",
-        "erf",
-        "erfc",
-        "erfinv",
-        "sign",
-        "sgn",
-        "floor",
-        "ceil",
-        "round",
-        "trunc",
-        "frac",
-        "clamp",
-        "clamp_min",
-        "clamp_max",
-        "nan_to_num",
-        "bitwise_not",
-        "threshold",
-        "fill",
-        "zero",
-        "isnan",
-        "isinf",
-        "isfinite",
-        "logical_not",
-        "native_dropout",
-        "bernoulli",
-        "uniform",
-        "normal",
-        "exponential",
-        "random",
-    }
+_UNARY = _words(
+    "abs neg exp exp2 expm1 log log2 log10 log1p sqrt rsqrt reciprocal square sigmoid "
+    "tanh relu relu6 gelu silu mish elu selu celu softplus hardtanh hardswish "
+    "hardsigmoid leaky_relu logit sin cos tan asin acos atan sinh cosh erf erfc "
+    "erfinv sign sgn floor ceil round trunc frac clamp clamp_min clamp_max nan_to_num "
+    "bitwise_not threshold fill zero isnan isinf isfinite logical_not native_dropout "
+    "bernoulli uniform normal exponential random"
 )
-_BINARY = frozenset(
-    {
-        "add",
-        "sub",
-        "rsub",
-        "mul",
-        "div",
-        "true_divide",
-        "floor_divide",
-        "remainder",
-        "fmod",
-        "pow",
-        "maximum",
-        "minimum",
-        "fmax",
-        "fmin",
-        "atan2",
-        "hypot",
-        "copysign",
-        "eq",
-        "ne",
-        "lt",
-        "le",
-        "gt",
-        "ge",
-        "logical_and",
-        "logical_or",
-        "logical_xor",
-        "bitwise_and",
-        "bitwise_or",
-        "bitwise_xor",
-        "bitwise_left_shift",
-        "bitwise_right_shift",
-        "where",
-        "masked_fill",
-        "addcmul",
-        "addcdiv",
-        "lerp",
-        "sigmoid_backward",
-        "tanh_backward",
-        "threshold_backward",
-        "gelu_backward",
-        "silu_backward",
-        "hardswish_backward",
-        "hardsigmoid_backward",
-        "leaky_relu_backward",
-        "elu_backward",
-        "softplus_backward",
-        "logit_backward",
-        "native_dropout_backward",
-        "clamp",
-        "clamp_min",
-        "clamp_max",
-        "xlogy",
-    }
+_BINARY = _words(
+    "add sub rsub mul div true_divide floor_divide remainder fmod pow maximum minimum "
+    "fmax fmin atan2 hypot copysign eq ne lt le gt ge logical_and logical_or "
+    "logical_xor bitwise_and bitwise_or bitwise_xor bitwise_left_shift "
+    "bitwise_right_shift where masked_fill addcmul addcdiv lerp sigmoid_backward "
+    "tanh_backward threshold_backward gelu_backward silu_backward hardswish_backward "
+    "hardsigmoid_backward leaky_relu_backward elu_backward softplus_backward "
+    "logit_backward native_dropout_backward clamp clamp_min clamp_max xlogy"
 )
 
 
@@ -1196,9 +1075,9 @@ def _elementwise(a: _Args, base: str) -> OpCost:
     if base in _COMPARISONS:
         out_bpe = 1
     elif base in ("where", "masked_fill"):
-        out_bpe = max(t[2] for t in sized if t[1] != "bool") if any(
-            t[1] != "bool" for t in sized
-        ) else 1
+        out_bpe = (
+            max(t[2] for t in sized if t[1] != "bool") if any(t[1] != "bool" for t in sized) else 1
+        )
     else:
         out_bpe = max(t[2] for t in sized)
     n_out = _n(out_shape)
@@ -1228,34 +1107,35 @@ def _to_copy(a: _Args) -> OpCost:
     return _cost(0, _n(t[0]) * (t[2] + out_bpe), t[1], None)
 
 
-# (dim index, keepdim index) in Concrete Inputs per reduction; None: reduces everything.
-_REDUCTIONS: dict[str, tuple[int | None, int | None]] = {
-    "sum": (1, 2),
-    "nansum": (1, 2),
-    "mean": (1, 2),
-    "nanmean": (1, 2),
-    "prod": (1, 2),
-    "amax": (1, 2),
-    "amin": (1, 2),
-    "aminmax": (1, 2),
-    "max": (1, 2),
-    "min": (1, 2),
-    "argmax": (1, 2),
-    "argmin": (1, 2),
-    "logsumexp": (1, 2),
-    "any": (1, 2),
-    "all": (1, 2),
-    "norm": (2, 3),
-    "linalg_vector_norm": (2, 3),
-    "linalg_norm": (2, 3),
-    "std": (1, 3),
-    "var": (1, 3),
-    "std_mean": (1, 3),
-    "var_mean": (1, 3),
-    "count_nonzero": (1, None),
-    "cumsum": (None, None),
-    "cumprod": (None, None),
-    "logcumsumexp": (None, None),
+# Index of the reduced dims in Concrete Inputs per reduction (keepdim does not change the element
+# count); None: a scan, whose output is as large as its input.
+_REDUCTIONS: dict[str, int | None] = {
+    "sum": 1,
+    "nansum": 1,
+    "mean": 1,
+    "nanmean": 1,
+    "prod": 1,
+    "amax": 1,
+    "amin": 1,
+    "aminmax": 1,
+    "max": 1,
+    "min": 1,
+    "argmax": 1,
+    "argmin": 1,
+    "logsumexp": 1,
+    "any": 1,
+    "all": 1,
+    "norm": 2,
+    "linalg_vector_norm": 2,
+    "linalg_norm": 2,
+    "std": 1,
+    "var": 1,
+    "std_mean": 1,
+    "var_mean": 1,
+    "count_nonzero": 1,
+    "cumsum": None,
+    "cumprod": None,
+    "logcumsumexp": None,
 }
 _SCAN = frozenset({"cumsum", "cumprod", "logcumsumexp"})
 
@@ -1268,7 +1148,7 @@ def _reduction(a: _Args, base: str) -> OpCost:
     if base in ("max", "min") and a.shape(1) is not None:
         return _elementwise(a, "maximum")  # max(self, other) is elementwise
     n_in = _n(shape)
-    dim_i, keep_i = _REDUCTIONS[base]
+    dim_i = _REDUCTIONS[base]
     if base in _SCAN:
         n_out = n_in
     else:
@@ -1334,7 +1214,7 @@ def _layer_norm_backward(a: _Args) -> OpCost:
     tg, tx = a.tensor(0), a.tensor(1)
     if tg is None or tx is None:
         return UNKNOWN_COST
-    (g, dtype, bpe), (x, _, _) = tg, tx
+    (_, dtype, bpe), (x, _, _) = tg, tx
     n = _n(x)
     c = _norm_width(a, 2, 5)
     stats = a.shape(3)
@@ -1352,8 +1232,11 @@ def _layer_norm_backward(a: _Args) -> OpCost:
     return _cost(2 * (5 * n + 6 * c), nbytes, dtype, "simt")
 
 
-def _rms_norm(a: _Args, x_index: int, width_index: int, weight_index: int) -> OpCost:
-    """RMS norm: square, mean, rsqrt, scale, weight ≈ 4 FLOPs/element; x read, y written."""
+def _rms_norm(
+    a: _Args, x_index: int, width_index: int, weight_index: int, extra_tensors: int = 0
+) -> OpCost:
+    """RMS norm: square, mean, rsqrt, scale, weight ≈ 4 FLOPs/element; x read, y written
+    (``extra_tensors`` more full-size passes for fused residual adds)."""
     t = a.tensor(x_index)
     if t is None:
         return UNKNOWN_COST
@@ -1365,7 +1248,7 @@ def _rms_norm(a: _Args, x_index: int, width_index: int, weight_index: int) -> Op
     if not c:
         return UNKNOWN_COST
     n = _n(shape)
-    return _cost(4 * n, 2 * n * bpe + c * bpe, dtype, "simt")
+    return _cost(4 * n, (2 + extra_tensors) * n * bpe + c * bpe, dtype, "simt")
 
 
 def _batch_norm(a: _Args, backward: bool) -> OpCost:
@@ -1536,35 +1419,13 @@ def _nll_loss(a: _Args, backward: bool) -> OpCost:
 
 
 # Always composites in eager PyTorch: their children launch the kernels and carry the cost.
-COMPOSITE_OPS: frozenset[str] = frozenset(
-    {
-        "aten::linear",
-        "aten::matmul",
-        "aten::einsum",
-        "aten::tensordot",
-        "aten::conv1d",
-        "aten::conv2d",
-        "aten::conv3d",
-        "aten::conv_transpose1d",
-        "aten::conv_transpose2d",
-        "aten::conv_transpose3d",
-        "aten::scaled_dot_product_attention",
-        "aten::to",
-        "aten::type_as",
-        "aten::contiguous",
-        "aten::clone",
-        "aten::softmax",
-        "aten::log_softmax",
-        "aten::layer_norm",
-        "aten::group_norm",
-        "aten::batch_norm",
-        "aten::rms_norm",
-        "aten::cross_entropy_loss",
-        "aten::nll_loss",
-        "aten::nll_loss_nd",
-        "aten::dropout",
-        "aten::embedding_backward",
-    }
+COMPOSITE_OPS: frozenset[str] = _words(
+    "aten::linear aten::matmul aten::einsum aten::tensordot aten::conv1d aten::conv2d "
+    "aten::conv3d aten::conv_transpose1d aten::conv_transpose2d "
+    "aten::conv_transpose3d aten::scaled_dot_product_attention aten::to aten::type_as "
+    "aten::contiguous aten::clone aten::softmax aten::log_softmax aten::layer_norm "
+    "aten::group_norm aten::batch_norm aten::rms_norm aten::cross_entropy_loss "
+    "aten::nll_loss aten::nll_loss_nd aten::dropout aten::embedding_backward"
 )
 
 
@@ -1576,7 +1437,7 @@ def op_cost(
     *,
     list_dtype: str | None = None,
 ) -> OpCost:
-    """FLOPs and bytes of one ATen op from a trace's ``Input Dims``/``Input type``/``Concrete Inputs``.
+    """FLOPs and bytes of one op from the trace's Input Dims, Input type and Concrete Inputs.
 
     Costs are for the op as the innermost launcher of its kernels (see the module docstring);
     composites and unknown ops give all-None. ``list_dtype`` is the element type to assume for
@@ -1611,12 +1472,19 @@ def _op_cost(
         return simple(a)
     if name.startswith("aten::_foreach_"):
         return _foreach(a, base, list_dtype)
-    if name in ("aten::_fused_adam_", "aten::_fused_adamw_", "aten::_fused_adam", "aten::_fused_adamw"):
+    if name in (
+        "aten::_fused_adam_",
+        "aten::_fused_adamw_",
+        "aten::_fused_adam",
+        "aten::_fused_adamw",
+    ):
         return _fused_optimizer(a, list_dtype)
     if name in ("aten::cat", "aten::_cat", "aten::concat", "aten::stack"):
         return _cat(a, list_dtype)
-    if name in ("_C::rms_norm", "_C::fused_add_rms_norm"):
+    if name == "_C::rms_norm":  # vLLM: rms_norm(out, input, weight, eps)
         return _rms_norm(a, 1, -1, 2)
+    if name == "_C::fused_add_rms_norm":  # vLLM, in place: (input, residual, weight, eps)
+        return _rms_norm(a, 0, -1, 2, extra_tensors=2)
     if not name.startswith("aten::"):
         return UNKNOWN_COST
     if base in _REDUCTIONS:
@@ -1691,13 +1559,15 @@ def _copy_from(a: _Args) -> OpCost:
 
 
 def _conv_backward_legacy(a: _Args) -> OpCost:
-    """``cudnn_convolution_backward(self, grad_output, weight, padding, …, output_mask)``."""
+    """Legacy ``cudnn_convolution_backward(self, grad_output, weight, padding, …, output_mask)``:
+    input first and the mask last; reordered into the ``convolution_backward`` layout."""
+    order = (1, 0, 2)
     swapped = _Args(
-        [a.dims[i] if i < len(a.dims) else [] for i in (1, 0, 2)] + a.dims[3:],
-        [a.types[i] if i < len(a.types) else "" for i in (1, 0, 2)] + a.types[3:],
-        a.concrete[:3] + a.concrete[3:] if a.concrete else [],
+        [a.dims[i] if i < len(a.dims) else [] for i in order] + a.dims[3:],
+        [a.types[i] if i < len(a.types) else "" for i in order] + a.types[3:],
+        a.concrete,
     )
-    return _conv_backward(swapped, 9, None)
+    return _conv_backward(swapped, len(a) - 1, None)
 
 
 def _rms_norm_backward(a: _Args) -> OpCost:
@@ -1797,7 +1667,10 @@ def kernel_cost_from_launch(
     numel = gx * bx * per_thread
     dtype = kernel_dtype(name)
     tensors_m = _TENSOR_COUNT.search(name)
-    tensors = int(tensors_m.group(1)) if tensors_m else 2
+    if tensors_m:
+        tensors = int(tensors_m.group(1))
+    else:  # the strided path names no Array<char*, K>; a binary functor reads two tensors
+        tensors = 3 if re.search(r"(?<![AB]Unary)BinaryFunctor|CUDAFunctor_", name) else 2
     low = name.lower()
     is_fill = "fillfunctor" in low
     is_copy = "copy_kernel" in low or "copy_device_to_device" in low
@@ -1890,8 +1763,6 @@ def ceilings(
             tflops = _first(t.fp64, s.fp64)
         elif dtype in PRECISIONS:
             tflops = _first(t.get(dtype), s.get(dtype), s.fp32)
-        elif dtype in ("uint8",):
-            tflops = _first(t.int8, s.fp32)
         else:
             tflops = None
     else:
