@@ -13,7 +13,7 @@ from brrr_trace.analyzers.attribution import Locator, attribute_ops
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.regimes import REGIMES, classify_ops, line_costs
-from brrr_trace.analyzers.roofline import match_device
+from brrr_trace.analyzers.roofline import GpuPeak, match_device
 from brrr_trace.analyzers.timeline import build_timeline
 from brrr_trace.errors import NotATraceError
 from brrr_trace.options import AnalysisOptions
@@ -101,7 +101,9 @@ def analyze_loaded(
     locator = Locator(trace, options, mapper)
     ops = attribute_ops(trace, locator)
     timeline = build_timeline(trace, ops, locator, options)
-    classes = classify_ops(trace, options)
+    devices = _devices(trace, devices_present)
+    peak = _peak_of(trace, device)
+    classes = classify_ops(trace, ops, peak, options)
     costs = line_costs(trace, ops, classes, timeline, locator)
 
     lines = []
@@ -122,6 +124,13 @@ def analyze_loaded(
                 backward_gpu_ns=cost.backward_gpu_ns,
                 time_by_regime_ns=cost.by_regime,
                 idle_by_cause_ns=cost.idle_by_cause,
+                flops=int(cost.flops) if cost.flops is not None else None,
+                bytes=int(cost.nbytes) if cost.nbytes is not None else None,
+                achieved_tflops=_scaled(cost.achieved_flops_per_s, 1e-12),
+                achieved_gbps=_scaled(cost.achieved_bytes_per_s, 1e-9),
+                peak_fraction=cost.roof_fraction,
+                intensity=cost.flops / cost.nbytes if cost.flops and cost.nbytes else None,
+                ridge=cost.ridge,
                 top_kernels=tuple(
                     KernelStat(
                         name=trace.strings[name],
@@ -158,7 +167,7 @@ def analyze_loaded(
     info = TraceInfo(
         path=trace.path,
         torch_version=_torch_version(trace),
-        devices=_devices(trace, devices_present),
+        devices=devices,
         span_ns=dev.span_ns if dev else 0,
         ranks=ranks or ((trace.rank,) if trace.rank is not None else ()),
         has_python_stacks=len(trace.frames) > 0 or bool((trace.cpu_ops.call_stack != NO_ID).any()),
@@ -190,6 +199,23 @@ def analyze_loaded(
 def _kind_of(classes, trace: Trace, name: int) -> int:  # type: ignore[no-untyped-def]
     rows = np.flatnonzero(trace.gpu.name == name)
     return int(classes.op_kind[rows[0]]) if len(rows) else len(classes.kind) - 1
+
+
+def _scaled(value: float | None, factor: float) -> float | None:
+    return None if value is None else value * factor
+
+
+def _device_props(trace: Trace, device: int | None) -> dict | None:  # type: ignore[type-arg]
+    props = {p.get("id"): p for p in trace.device_properties if isinstance(p.get("id"), int)}
+    prop = props.get(device)
+    if prop is None and len(trace.device_properties) == 1:
+        prop = trace.device_properties[0]
+    return prop
+
+
+def _peak_of(trace: Trace, device: int | None) -> GpuPeak | None:
+    prop = _device_props(trace, device)
+    return match_device(prop) if prop else None
 
 
 def _pick_device(trace: Trace, options: AnalysisOptions) -> int | None:
@@ -230,12 +256,9 @@ def _torch_version(trace: Trace) -> str | None:
 
 
 def _devices(trace: Trace, present: list[int]) -> tuple[DeviceInfo, ...]:
-    props = {p.get("id"): p for p in trace.device_properties if isinstance(p.get("id"), int)}
     out = []
     for device in present:
-        prop = props.get(device)
-        if prop is None and len(trace.device_properties) == 1:
-            prop = trace.device_properties[0]
+        prop = _device_props(trace, device)
         peak = match_device(prop) if prop else None
         out.append(
             DeviceInfo(

@@ -73,7 +73,9 @@ class LineReport:
     bytes: int | None = None
     achieved_tflops: float | None = None
     achieved_gbps: float | None = None
-    peak_fraction: float | None = None
+    peak_fraction: float | None = None  # roofline time / measured time of the line's kernels
+    intensity: float | None = None  # FLOP per byte
+    ridge: float | None = None  # FLOP per byte where the device's roofline bends
     top_kernels: tuple[KernelStat, ...] = ()
     findings: tuple[str, ...] = ()
 

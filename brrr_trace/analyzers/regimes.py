@@ -8,28 +8,160 @@ device's busy time even when streams overlap.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+import msgspec
 import numpy as np
 
 from brrr_trace.analyzers.attribution import LineKey, Locator, OpAttribution
 from brrr_trace.analyzers.intervals import NONE
-from brrr_trace.analyzers.roofline import kernel_kind
+from brrr_trace.analyzers.roofline import (
+    UNKNOWN_COST,
+    GpuPeak,
+    OpCost,
+    ceilings,
+    classify,
+    is_host_copy,
+    is_tf32_kernel,
+    kernel_cost_from_launch,
+    kernel_dtype,
+    kernel_kind,
+    memcpy_cost,
+    op_cost,
+    roofline_seconds,
+)
 from brrr_trace.analyzers.timeline import Timeline
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import GPU_MEMCPY, GPU_MEMSET, Trace
 from brrr_trace.vocabulary import IdleCause, KernelKind, Regime
 
 REGIMES: tuple[Regime, ...] = (Regime.COMPUTE, Regime.MEMORY, Regime.OVERHEAD)
-_COMPUTE_KINDS = frozenset({KernelKind.GEMM, KernelKind.CONV, KernelKind.ATTENTION})
 
 
 @dataclass(frozen=True)
 class OpClasses:
-    """Per GPU op: what it is and which regime its time counts toward."""
+    """Per GPU op: what it is, its roofline numbers, and which regime its time counts toward."""
 
-    kind: tuple[KernelKind, ...]  # per string id of kernel names (lazy table)
-    op_kind: np.ndarray  # codes into tuple(KernelKind)
+    kind: tuple[KernelKind, ...]  # the vocabulary that ``op_kind`` codes index
+    op_kind: np.ndarray  # codes into ``kind``
     regime: np.ndarray  # codes into REGIMES
+    flops: np.ndarray  # float, NaN when unknown; an op's cost sits on its longest kernel
+    nbytes: np.ndarray
+    roof_s: np.ndarray  # roofline lower bound on the op's time, NaN when unknown
+    ridge: np.ndarray  # FLOP/byte ridge of the ceiling the verdict used, NaN when unknown
+
+
+_KINDS = tuple(KernelKind)
+
+
+def classify_ops(
+    trace: Trace, ops: OpAttribution, peak: GpuPeak | None, options: AnalysisOptions
+) -> OpClasses:
+    """Roofline verdict per GPU op from the shapes of the ATen op that launched it.
+
+    An op's FLOPs and bytes come from ``Input Dims``/``Input type`` of the innermost CPU op
+    around the launch (leaf ops only, so nothing is counted twice), else from the kernel's launch
+    configuration or the copy's byte count; they are put on the op's longest kernel. Kernels too
+    short to be anything but launch-latency bound count as overhead.
+    """
+    gpu, cpu = trace.gpu, trace.cpu_ops
+    n = len(gpu)
+    strings = trace.strings
+    kind_of_name: dict[int, KernelKind] = {}
+    op_kind = np.empty(n, dtype=np.int8)
+    for sid in np.unique(gpu.name).tolist() if n else ():
+        kind_of_name[sid] = kernel_kind(strings[sid])
+    for row, (sid, code) in enumerate(zip(gpu.name.tolist(), gpu.kind.tolist(), strict=True)):
+        if code == GPU_MEMCPY:
+            op_kind[row] = _KINDS.index(KernelKind.MEMCPY)
+        elif code == GPU_MEMSET:
+            op_kind[row] = _KINDS.index(KernelKind.MEMSET)
+        else:
+            op_kind[row] = _KINDS.index(kind_of_name[sid])
+
+    flops = np.full(n, np.nan)
+    nbytes = np.full(n, np.nan)
+    roof = np.full(n, np.nan)
+    ridge = np.full(n, np.nan)
+    regime = np.ones(n, dtype=np.int8)  # memory until shown otherwise
+    duration = gpu.end_ns - gpu.start_ns
+    # The longest kernel of each launching op carries the op's cost.
+    carrier = np.zeros(n, dtype=bool)
+    has_op = ops.cpu_op != NONE
+    if has_op.any():
+        rows = np.flatnonzero(has_op)
+        order = rows[np.lexsort((-duration[rows], ops.cpu_op[rows]))]
+        first = np.concatenate(([True], ops.cpu_op[order][1:] != ops.cpu_op[order][:-1]))
+        carrier[order[first]] = True
+    values = _ValueCache(trace)
+    costs: dict[tuple[int, int, int, int, str | None], OpCost] = {}
+    for row in range(n):
+        kind = _KINDS[op_kind[row]]
+        name = strings[gpu.name[row]]
+        cost = UNKNOWN_COST
+        if kind == KernelKind.MEMCPY:
+            nb = int(gpu.nbytes[row])
+            cost = memcpy_cost(name, nb if nb >= 0 else None)
+        elif carrier[row]:
+            op = int(ops.cpu_op[row])
+            dtype_hint = kernel_dtype(name)
+            key = (
+                int(cpu.name[op]),
+                int(cpu.input_dims[op]),
+                int(cpu.input_types[op]),
+                int(cpu.concrete_inputs[op]),
+                dtype_hint,
+            )
+            cost = costs.get(key) or costs.setdefault(
+                key,
+                op_cost(
+                    strings[key[0]],
+                    values.get(key[1]),
+                    values.get(key[2]),
+                    values.get(key[3]),
+                    list_dtype=dtype_hint,
+                ),
+            )
+        if cost.flops is None and cost.bytes is None and kind == KernelKind.ELEMENTWISE:
+            cost = kernel_cost_from_launch(name, gpu.grid[row].tolist(), gpu.block[row].tolist())
+        dtype = cost.dtype or kernel_dtype(name)
+        fps = bps = None
+        if peak is not None:
+            fps, bps = ceilings(
+                peak, kind, dtype, is_tf32_kernel(name), host_link=is_host_copy(name)
+            )
+        verdict, used_ridge = classify(cost.flops, cost.bytes, fps, bps, kind)
+        regime[row] = REGIMES.index(verdict)
+        if cost.flops is not None:
+            flops[row] = cost.flops
+        if cost.bytes is not None:
+            nbytes[row] = cost.bytes
+        bound = roofline_seconds(cost.flops, cost.bytes, fps, bps)
+        if bound is not None:
+            roof[row] = bound
+        if used_ridge is not None:
+            ridge[row] = used_ridge
+    tiny = (duration < options.tiny_kernel_ns) & (gpu.kind != GPU_MEMCPY)
+    regime[tiny] = REGIMES.index(Regime.OVERHEAD)
+    return OpClasses(_KINDS, op_kind, regime, flops, nbytes, roof, ridge)
+
+
+class _ValueCache:
+    """Decoded ``Input Dims``/``Input type``/``Concrete Inputs`` values, each decoded once."""
+
+    def __init__(self, trace: Trace) -> None:
+        self._raw = trace.values
+        self._decoded: dict[int, Any] = {}
+
+    def get(self, value_id: int) -> Any:
+        if value_id == NONE:
+            return None
+        if value_id not in self._decoded:
+            try:
+                self._decoded[value_id] = msgspec.json.decode(self._raw[value_id])
+            except (msgspec.DecodeError, RecursionError):
+                self._decoded[value_id] = None
+        return self._decoded[value_id]
 
 
 @dataclass(frozen=True)
@@ -42,6 +174,12 @@ class LineCost:
     by_regime: dict[Regime, int]
     idle_by_cause: dict[IdleCause, int]
     top_kernels: tuple[tuple[int, int, int], ...]  # (name id, count, total ns)
+    flops: float | None = None
+    nbytes: float | None = None
+    flops_ns: int = 0  # time of the kernels whose FLOPs are known
+    bytes_ns: int = 0
+    roof_fraction: float | None = None  # roofline time / measured time over costed kernels
+    ridge: float | None = None
 
     @property
     def idle_ns(self) -> int:
@@ -51,24 +189,13 @@ class LineCost:
     def regime(self) -> Regime:
         return max(REGIMES, key=lambda r: (self.by_regime[r], -REGIMES.index(r)))
 
+    @property
+    def achieved_flops_per_s(self) -> float | None:
+        return self.flops / (self.flops_ns * 1e-9) if self.flops and self.flops_ns else None
 
-_KINDS = tuple(KernelKind)
-
-
-def classify_ops(trace: Trace, options: AnalysisOptions) -> OpClasses:
-    """A first regime per op from its kind; the roofline refines compute vs memory later."""
-    gpu = trace.gpu
-    kind_of_name = np.full(len(trace.strings), _KINDS.index(KernelKind.OTHER), dtype=np.int8)
-    for sid in np.unique(gpu.name).tolist() if len(gpu) else ():
-        kind_of_name[sid] = _KINDS.index(kernel_kind(trace.strings[sid]))
-    op_kind = kind_of_name[gpu.name] if len(gpu) else np.zeros(0, dtype=np.int8)
-    op_kind = np.where(gpu.kind == GPU_MEMCPY, _KINDS.index(KernelKind.MEMCPY), op_kind)
-    op_kind = np.where(gpu.kind == GPU_MEMSET, _KINDS.index(KernelKind.MEMSET), op_kind)
-    compute_codes = [_KINDS.index(k) for k in _COMPUTE_KINDS]
-    regime = np.where(np.isin(op_kind, compute_codes), 0, 1).astype(np.int8)
-    tiny = (gpu.end_ns - gpu.start_ns) < options.tiny_kernel_ns
-    regime[tiny & (gpu.kind != GPU_MEMCPY)] = 2
-    return OpClasses(kind=_KINDS, op_kind=op_kind, regime=regime)
+    @property
+    def achieved_bytes_per_s(self) -> float | None:
+        return self.nbytes / (self.bytes_ns * 1e-9) if self.nbytes and self.bytes_ns else None
 
 
 def line_costs(
@@ -98,7 +225,21 @@ def line_costs(
     for (line_id, cause), ns in timeline.idle_charges.items():
         if line_id != NONE:
             idle.setdefault(line_id, {c: 0 for c in IdleCause})[cause] += ns
-    top = _top_kernels(gpu.name[placed], line, (gpu.end_ns - gpu.start_ns)[placed])
+    dur = (gpu.end_ns - gpu.start_ns)[placed].astype(np.float64)
+    top = _top_kernels(gpu.name[placed], line, dur)
+    flops = classes.flops[placed]
+    nbytes = classes.nbytes[placed]
+    roof = classes.roof_s[placed]
+    has_f, has_b, has_r = ~np.isnan(flops), ~np.isnan(nbytes), ~np.isnan(roof)
+    flops_sum = np.bincount(line[has_f], weights=flops[has_f], minlength=n_lines)
+    flops_ns = np.bincount(line[has_f], weights=dur[has_f], minlength=n_lines)
+    flops_n = np.bincount(line[has_f], minlength=n_lines)
+    bytes_sum = np.bincount(line[has_b], weights=nbytes[has_b], minlength=n_lines)
+    bytes_ns = np.bincount(line[has_b], weights=dur[has_b], minlength=n_lines)
+    bytes_n = np.bincount(line[has_b], minlength=n_lines)
+    roof_sum = np.bincount(line[has_r], weights=roof[has_r] * 1e9, minlength=n_lines)
+    roof_ns = np.bincount(line[has_r], weights=dur[has_r], minlength=n_lines)
+    ridge_of = _dominant_ridge(line, classes.ridge[placed], excl, n_lines)
     out = []
     for k, key in enumerate(locator.lines):
         causes = idle.get(k, {c: 0 for c in IdleCause})
@@ -119,9 +260,30 @@ def line_costs(
                 by_regime=regimes,
                 idle_by_cause=causes,
                 top_kernels=top.get(k, ()),
+                flops=float(flops_sum[k]) if flops_n[k] else None,
+                nbytes=float(bytes_sum[k]) if bytes_n[k] else None,
+                flops_ns=int(flops_ns[k]),
+                bytes_ns=int(bytes_ns[k]),
+                roof_fraction=float(roof_sum[k] / roof_ns[k]) if roof_ns[k] > 0 else None,
+                ridge=ridge_of.get(k),
             )
         )
     return out
+
+
+def _dominant_ridge(
+    line: np.ndarray, ridge: np.ndarray, weight: np.ndarray, n_lines: int
+) -> dict[int, float]:
+    """The ridge of the ceiling under which each line spends most of its kernel time."""
+    known = ~np.isnan(ridge)
+    out: dict[int, tuple[float, float]] = {}
+    for k, r, w in zip(
+        line[known].tolist(), ridge[known].tolist(), weight[known].tolist(), strict=True
+    ):
+        best = out.get(k)
+        if best is None or w > best[1]:
+            out[k] = (r, w)
+    return {k: v[0] for k, v in out.items()}
 
 
 def _cpu_time(trace: Trace, locator: Locator) -> tuple[np.ndarray, np.ndarray]:

@@ -178,7 +178,7 @@ def _prop_int(props: Mapping[str, object], keys: Sequence[str]) -> int | None:
         return v
     if isinstance(v, float) and v.is_integer():
         return int(v)
-    if isinstance(v, str) and v.strip().isdigit():
+    if isinstance(v, str) and re.fullmatch(r"[0-9]{1,18}", v.strip()):
         return int(v.strip())
     return None
 
@@ -360,7 +360,7 @@ _NAME_RULES: tuple[tuple[KernelKind, re.Pattern[str]], ...] = (
         ),
     ),
     (KernelKind.SOFTMAX, _rx(r"softmax")),
-    (KernelKind.REDUCTION, _rx(r"splitkreduce|reduce_kernel|reduce_wgrad")),
+    (KernelKind.REDUCTION, _rx(r"splitkreduce|reduce_kernel|reduce_wgrad|compute_dot_do_o")),
     (KernelKind.ELEMENTWISE, _rx(r"cublaslt::epilogue|epilogue::impl")),
     (
         KernelKind.GEMM,
@@ -378,7 +378,8 @@ _NAME_RULES: tuple[tuple[KernelKind, re.Pattern[str]], ...] = (
             r"|masked|where|clamp|dropout|distribution|philox|transpose|permute|rotary|rope"
             r"|act_and_mul|silu|gelu|relu|sigmoid|tanh|quant|fp8|float8|upsample|interp"
             r"|tril|triu|arange|one_hot|pad_|flip|roll|_cast|index|indices|scalepackedtensor"
-            r"|addtensor|subtensorop|scal_kernel"
+            r"|addtensor|subtensorop|scal_kernel|convert_dq|grad_weight|partial_segment"
+            r"|partials_per_segment"
         ),
     ),
     (
@@ -580,7 +581,6 @@ _SCALAR_TYPE: dict[int, tuple[str, int]] = {
     26: ("fp8", 1),
 }
 _BPE_OF_DTYPE: dict[str, int] = {d: b for d, b in _DTYPES.values()} | {"tf32": 4}
-_FLOATING = frozenset({"fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4"})
 
 
 def dtype_of_type(type_name: object) -> str | None:
@@ -621,7 +621,8 @@ class _Args:
         """Shape of tensor argument i (None if it is not a tensor with a valid shape)."""
         if i >= len(self.dims) or not _is_dim_list(self.dims[i]):
             return None
-        if i < len(self.types) and self.types[i] in _NON_TENSOR:
+        kind = self.types[i] if i < len(self.types) else None
+        if isinstance(kind, str) and kind in _NON_TENSOR:
             return None
         return tuple(self.dims[i])
 
@@ -975,6 +976,7 @@ _SDPA: dict[str, _SdpaLayout] = {
     "aten::_scaled_dot_product_efficient_attention": _SdpaLayout(0, False, {6: 4, -1: 6}, False),
     "aten::_scaled_dot_product_cudnn_attention": _SdpaLayout(0, False, {7: 4, -1: 6}, False),
     "aten::_scaled_dot_product_fused_attention_overrideable": _SdpaLayout(0, False, {-1: 5}, False),
+    "aten::_cudnn_attention_forward": _SdpaLayout(0, False, {-1: 10}, False),
     "aten::_flash_attention_forward": _SdpaLayout(0, True, {-1: 8}, False),
     "aten::_efficient_attention_forward": _SdpaLayout(0, True, {-1: 9}, False, True),
     "aten::_scaled_dot_product_flash_attention_backward": _SdpaLayout(1, False, {-1: 11}, True),
@@ -987,6 +989,7 @@ _SDPA: dict[str, _SdpaLayout] = {
     "aten::_scaled_dot_product_cudnn_attention_backward": _SdpaLayout(
         1, False, {15: 13, -1: 14}, True
     ),
+    "aten::_cudnn_attention_backward": _SdpaLayout(1, False, {-1: 14}, True),
     "aten::_flash_attention_backward": _SdpaLayout(1, True, {-1: 11}, True),
     "aten::_efficient_attention_backward": _SdpaLayout(1, True, {-1: 14}, True, True),
 }

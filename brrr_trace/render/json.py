@@ -31,6 +31,8 @@ def _line(line: LineReport) -> dict[str, Any]:
         "achieved_tflops": line.achieved_tflops,
         "achieved_gbps": line.achieved_gbps,
         "peak_fraction": line.peak_fraction,
+        "intensity": line.intensity,
+        "ridge": line.ridge,
         "findings": list(line.findings),
         "time_by_regime_us": {str(k): _us(v) for k, v in line.time_by_regime_ns.items()},
         "idle_by_cause_us": {str(k): _us(v) for k, v in line.idle_by_cause_ns.items()},

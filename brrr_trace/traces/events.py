@@ -76,6 +76,7 @@ _ONE_FAST = msgspec.json.Decoder(RawEvent)
 _ONE_EXACT = msgspec.json.Decoder(ExactRawEvent, float_hook=ExactNumber)
 _ANY = msgspec.json.Decoder()
 
+_LOOSE_WHOLE_RUN_BYTES = 64 << 20
 _BOUNDARY = re.compile(rb"\}\s*,\s*(?=\{)")
 
 
@@ -105,6 +106,12 @@ def decode_batch(text: bytes, exact: bool, stats: DecodeStats) -> list[Any]:
         loose = _ANY.decode(body)
     except (msgspec.DecodeError, RecursionError, ValueError):
         loose = None
+    if loose is None and len(body) <= _LOOSE_WHOLE_RUN_BYTES:
+        # Python's parser takes what msgspec refuses: NaN/Infinity, control characters.
+        try:
+            loose = json.loads(body.decode("utf-8", errors="replace"), strict=False)
+        except (ValueError, RecursionError):
+            loose = None
     if isinstance(loose, list):
         events = []
         for obj in loose:
