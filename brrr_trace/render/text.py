@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from brrr_trace.report import LineReport, Report
-from brrr_trace.vocabulary import IdleCause, Regime
+from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
 _REGIME_STYLE = {Regime.COMPUTE: "green", Regime.MEMORY: "cyan", Regime.OVERHEAD: "magenta"}
 
@@ -33,7 +33,7 @@ def _line_label(line: LineReport) -> str:
     return f"{line.file}:{line.line}"
 
 
-def render(report: Report, top: int = 20, color: bool = True, width: int = 120) -> str:
+def render(report: Report, top: int = 20, color: bool = True, width: int = 130) -> str:
     buffer = io.StringIO()
     console = Console(
         file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False
@@ -88,23 +88,28 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 120) 
 
 def _lines_table(console: Console, report: Report, top: int) -> None:
     span = report.summary.gpu_busy_ns + report.summary.gpu_idle_ns
-    table = Table(title=f"Lines by time (top {min(top, len(report.lines))} of {len(report.lines)})")
+    shown = min(top, len(report.lines))
+    table = Table(
+        title=f"Lines by time ({shown} of {len(report.lines)})",
+        title_justify="left",
+        box=None,
+        pad_edge=False,
+        header_style="bold",
+    )
     table.add_column("#", justify="right")
-    table.add_column("line")
-    table.add_column("function")
-    table.add_column("regime")
-    table.add_column("total", justify="right")
-    table.add_column("share", justify="right")
-    table.add_column("GPU", justify="right")
-    table.add_column("idle", justify="right")
-    table.add_column("kernels", justify="right")
-    table.add_column("evidence")
-    table.add_column("precision")
+    table.add_column("line", no_wrap=True)
+    table.add_column("regime", no_wrap=True)
+    table.add_column("total", justify="right", no_wrap=True)
+    table.add_column("share", justify="right", no_wrap=True)
+    table.add_column("GPU", justify="right", no_wrap=True)
+    table.add_column("idle", justify="right", no_wrap=True)
+    table.add_column("kernels", justify="right", no_wrap=True)
+    table.add_column("evidence", overflow="fold")
     for rank, line in enumerate(report.lines[:top], start=1):
+        marker = {Precision.EXACT: "", Precision.RECOVERED: "", Precision.FUNCTION: " (def)"}
         table.add_row(
             str(rank),
-            _line_label(line),
-            line.function,
+            f"{_line_label(line)} {line.function}{marker[line.precision]}",
             Text(str(line.regime), style=_REGIME_STYLE[line.regime]),
             fmt_time(line.total_ns),
             _pct(line.total_ns, span),
@@ -112,22 +117,30 @@ def _lines_table(console: Console, report: Report, top: int) -> None:
             fmt_time(line.idle_ns),
             str(line.kernels),
             _evidence(line),
-            str(line.precision),
         )
     console.print(table)
+    if any(line.precision is Precision.FUNCTION for line in report.lines[:top]):
+        console.print(
+            "[dim](def): only the function is known, shown on its def line; pass --source-root "
+            "to place time on statements[/]"
+        )
 
 
 def _evidence(line: LineReport) -> str:
+    """The numbers behind the regime: achieved rate vs the roof, or where the idle time went."""
     parts = []
-    if line.achieved_tflops is not None:
+    if line.regime is Regime.COMPUTE and line.achieved_tflops is not None:
         parts.append(f"{line.achieved_tflops:.0f} TFLOP/s")
-    if line.achieved_gbps is not None:
+    elif line.regime is Regime.MEMORY and line.achieved_gbps is not None:
         parts.append(f"{line.achieved_gbps:.0f} GB/s")
-    if line.peak_fraction is not None:
-        parts.append(f"{100 * line.peak_fraction:.0f}% of peak")
-    idle = [f"{c} {fmt_time(ns)}" for c, ns in line.idle_by_cause_ns.items() if ns]
-    if idle:
-        parts.append("idle: " + ", ".join(idle))
+    if line.regime is not Regime.OVERHEAD and line.peak_fraction is not None:
+        parts.append(f"{100 * line.peak_fraction:.0f}% of roofline")
+    idle = sorted(((ns, cause) for cause, ns in line.idle_by_cause_ns.items() if ns), reverse=True)
+    if line.regime is Regime.OVERHEAD:
+        if idle:
+            parts.append("idle " + ", ".join(f"{c} {fmt_time(ns)}" for ns, c in idle[:2]))
+        if line.kernels and line.time_by_regime_ns[Regime.OVERHEAD] > line.idle_ns:
+            parts.append(f"{line.kernels} short kernels")
     if line.backward_gpu_ns:
         parts.append(f"backward {fmt_time(line.backward_gpu_ns)}")
-    return "; ".join(parts)
+    return " · ".join(parts)
