@@ -29,6 +29,10 @@ class AnalysisOptions:
     clock_tolerance_ns: int = 2_000
     # Kernels shorter than this cannot be anything but launch-latency bound (DESIGN §6).
     tiny_kernel_ns: int = 5_000
+    # What the profiler itself costs the host per event it records (a Python frame or an ATen
+    # op) when stacks are on: least squares of profiled minus unprofiled wall time against event
+    # counts over the 23 H200 fixtures (tests/data/FIXTURES.md) gave about 3 µs.
+    profiler_cost_per_event_ns: int = 3_000
     excluded_files: tuple[str, ...] = DEFAULT_EXCLUDED_FILES
     included_files: tuple[str, ...] = ()
     source_root: str | None = None

@@ -131,6 +131,7 @@ def analyze_loaded(
                 peak_fraction=cost.roof_fraction,
                 intensity=cost.flops / cost.nbytes if cost.flops and cost.nbytes else None,
                 ridge=cost.ridge,
+                profiler_overhead_ns=cost.profiler_ns,
                 top_kernels=tuple(
                     KernelStat(
                         name=trace.strings[name],
@@ -163,6 +164,7 @@ def analyze_loaded(
         kernels=len(trace.gpu),
         unattributed_gpu_ns=int(excl[ops.line == NONE].sum()),
         unattributed_idle_ns=max(0, idle - placed_idle),
+        profiler_overhead_ns=sum(timeline.profiler_charges.values()),
     )
     info = TraceInfo(
         path=trace.path,

@@ -44,6 +44,7 @@ class Summary:
     # cause "other" or with no frame to charge.
     unattributed_gpu_ns: int
     unattributed_idle_ns: int
+    profiler_overhead_ns: int = 0  # estimated profiler cost inside host-caused idle
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,8 @@ class LineReport:
     ridge: float | None = None  # FLOP per byte where the device's roofline bends
     top_kernels: tuple[KernelStat, ...] = ()
     findings: tuple[str, ...] = ()
+    # Part of idle_ns that is the profiler's own cost on the host (estimated, DESIGN §6).
+    profiler_overhead_ns: int = 0
 
     @property
     def total_ns(self) -> int:
@@ -94,6 +97,9 @@ class Finding:
     message: str
     fix: str
     est_savings_ns: int
+    function: str = ""
+    evidence: dict[str, float | int | str] = field(default_factory=dict)
+    doc: str = ""  # the rule's documentation page, relative to the repository
 
 
 @dataclass(frozen=True)

@@ -220,6 +220,17 @@ class Locator:
         self._children[row] = result
         return result
 
+    def events_between(self, thread: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """How many frames and ATen ops start in [a, b) on each thread: what the profiler traced."""
+        out = np.zeros(len(a), dtype=np.int64)
+        for h in np.unique(thread).tolist():
+            if h == NONE:
+                continue
+            sel = np.flatnonzero(thread == h)
+            starts = self._events_of(int(h))[0]
+            out[sel] = np.searchsorted(starts, b[sel]) - np.searchsorted(starts, a[sel])
+        return out
+
     def line_at(self, thread: int, t: int) -> int:
         return int(self.lines_at(np.array([thread]), np.array([t]))[0])
 

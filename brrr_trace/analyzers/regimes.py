@@ -166,6 +166,7 @@ class _ValueCache:
 
 @dataclass(frozen=True)
 class LineCost:
+    line_id: int
     key: LineKey
     gpu_ns: int
     backward_gpu_ns: int
@@ -180,6 +181,7 @@ class LineCost:
     bytes_ns: int = 0
     roof_fraction: float | None = None  # roofline time / measured time over costed kernels
     ridge: float | None = None
+    profiler_ns: int = 0  # the profiler's own estimated cost inside the idle charged here
 
     @property
     def idle_ns(self) -> int:
@@ -227,6 +229,9 @@ def line_costs(
             idle.setdefault(line_id, {c: 0 for c in IdleCause})[cause] += ns
     dur = (gpu.end_ns - gpu.start_ns)[placed].astype(np.float64)
     top = _top_kernels(gpu.name[placed], line, dur)
+    profiled: dict[int, int] = {}
+    for (line_id, _), ns in timeline.profiler_charges.items():
+        profiled[line_id] = profiled.get(line_id, 0) + ns
     flops = classes.flops[placed]
     nbytes = classes.nbytes[placed]
     roof = classes.roof_s[placed]
@@ -252,6 +257,7 @@ def line_costs(
         }
         out.append(
             LineCost(
+                line_id=k,
                 key=key,
                 gpu_ns=int(gpu_ns[k]),
                 backward_gpu_ns=int(bwd_ns[k]),
@@ -266,6 +272,7 @@ def line_costs(
                 bytes_ns=int(bytes_ns[k]),
                 roof_fraction=float(roof_sum[k] / roof_ns[k]) if roof_ns[k] > 0 else None,
                 ridge=ridge_of.get(k),
+                profiler_ns=profiled.get(k, 0),
             )
         )
     return out

@@ -73,6 +73,9 @@ class Timeline:
     exclusive_ns: np.ndarray  # per gpu row: the part of the union this op alone accounts for
     # (line id, cause) -> idle ns charged; line NONE collects what no line can take.
     idle_charges: dict[tuple[int, IdleCause], int] = field(default_factory=dict)
+    # (line id, cause) -> the profiler's own estimated cost inside that idle (host-side gaps):
+    # each event the profiler records on the host thread during a gap slowed the host down.
+    profiler_charges: dict[tuple[int, IdleCause], int] = field(default_factory=dict)
 
 
 def build_timeline(
@@ -81,6 +84,7 @@ def build_timeline(
     gpu = trace.gpu
     exclusive = np.zeros(len(gpu), dtype=np.int64)
     charges: dict[tuple[int, IdleCause], int] = {}
+    profiler: dict[tuple[int, IdleCause], int] = {}
     sync = _sync_calls(trace, ops)
     devices = []
     for device in np.unique(gpu.device).tolist():
@@ -92,7 +96,9 @@ def build_timeline(
         is_gap = start > before
         gap_rows = rows[is_gap]
         gap_start, gap_end = before[is_gap], start[is_gap]
-        cause = _classify(trace, ops, locator, options, sync, gap_start, gap_end, gap_rows, charges)
+        cause = _classify(
+            trace, ops, locator, options, sync, gap_start, gap_end, gap_rows, charges, profiler
+        )
         devices.append(
             DeviceTimeline(
                 device=int(device),
@@ -105,7 +111,12 @@ def build_timeline(
                 gap_next_op=gap_rows,
             )
         )
-    return Timeline(devices=tuple(devices), exclusive_ns=exclusive, idle_charges=charges)
+    return Timeline(
+        devices=tuple(devices),
+        exclusive_ns=exclusive,
+        idle_charges=charges,
+        profiler_charges=profiler,
+    )
 
 
 @dataclass(frozen=True)
@@ -141,6 +152,7 @@ def _classify(
     g1: np.ndarray,
     next_rows: np.ndarray,
     charges: dict[tuple[int, IdleCause], int],
+    profiler: dict[tuple[int, IdleCause], int],
 ) -> np.ndarray:
     host = trace.host_calls
     n = len(g0)
@@ -153,17 +165,33 @@ def _classify(
     thread[known] = host.thread[launch[known]]
     launched_at[known] = host.start_ns[launch[known]]
 
-    def charge(line: int, kind: IdleCause, ns: int) -> None:
+    cost_per_event = options.profiler_cost_per_event_ns
+
+    def charge(line: int, kind: IdleCause, ns: int, cost: int = 0) -> None:
         key = (line, kind)
         charges[key] = charges.get(key, 0) + ns
+        if cost:
+            profiler[key] = profiler.get(key, 0) + cost
 
-    def charge_many(lines: np.ndarray, ns: np.ndarray, kind: IdleCause) -> None:
+    def charge_many(
+        lines: np.ndarray, ns: np.ndarray, kind: IdleCause, cost: np.ndarray | None = None
+    ) -> None:
         if len(lines) == 0:
             return
         keys, inverse = np.unique(lines, return_inverse=True)
         sums = np.bincount(inverse, weights=ns, minlength=len(keys))
-        for line, total in zip(keys.tolist(), sums.tolist(), strict=True):
-            charge(line, kind, int(total))
+        costs = (
+            np.bincount(inverse, weights=cost, minlength=len(keys))
+            if cost is not None
+            else np.zeros(len(keys))
+        )
+        for line, total, c in zip(keys.tolist(), sums.tolist(), costs.tolist(), strict=True):
+            charge(line, kind, int(total), int(c))
+
+    def profiler_cost(threads: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Estimated profiler time inside each window: events it recorded there × their cost."""
+        counts = locator.events_between(threads, a, b)
+        return np.minimum(b - a, counts * cost_per_event)
 
     # sync: the host sat in a blocking call when the queue ran dry.
     sync_row = np.full(n, NONE, dtype=np.int64)
@@ -188,7 +216,8 @@ def _classify(
             if covered * 2 >= int(g1[k] - g0[k]):
                 cause[k] = _CAUSE_CODE[IdleCause.DATALOADER]
                 undecided[k] = False
-                charge(caller, IdleCause.DATALOADER, int(g1[k] - g0[k]))
+                cost = profiler_cost(thread[k : k + 1], g0[k : k + 1], g1[k : k + 1])
+                charge(caller, IdleCause.DATALOADER, int(g1[k] - g0[k]), int(cost[0]))
 
     # host: the launch had not even started when the GPU ran out of work.
     is_host = undecided & known & (launched_at >= g0)
@@ -199,10 +228,12 @@ def _classify(
         same = locator.user_frames.positions(thread[host_idx], g0[host_idx]) == (
             locator.user_frames.positions(thread[host_idx], g1[host_idx])
         )
-        charge_many(at_start[same], (g1 - g0)[host_idx[same]], IdleCause.HOST)
-        for k in host_idx[~same].tolist():
+        cost = profiler_cost(thread[host_idx], g0[host_idx], g1[host_idx])
+        charge_many(at_start[same], (g1 - g0)[host_idx[same]], IdleCause.HOST, cost[same])
+        for k, c in zip(host_idx[~same].tolist(), cost[~same].tolist(), strict=True):
+            length = int(g1[k] - g0[k])
             for line, ns in locator.lines_over(int(thread[k]), int(g0[k]), int(g1[k])):
-                charge(line, IdleCause.HOST, ns)
+                charge(line, IdleCause.HOST, ns, c * ns // length if length else 0)
 
     # launch: work was already submitted; a short gap is the launch latency of the next op.
     is_launch = undecided & known & ~is_host & ((g1 - g0) <= options.launch_gap_ns)

@@ -36,6 +36,7 @@ def _line(line: LineReport) -> dict[str, Any]:
         "findings": list(line.findings),
         "time_by_regime_us": {str(k): _us(v) for k, v in line.time_by_regime_ns.items()},
         "idle_by_cause_us": {str(k): _us(v) for k, v in line.idle_by_cause_ns.items()},
+        "profiler_overhead_us": _us(line.profiler_overhead_ns),
         "top_kernels": [
             {"name": k.name, "kind": k.kind, "count": k.count, "total_us": _us(k.total_ns)}
             for k in line.top_kernels
@@ -66,6 +67,7 @@ def to_dict(report: Report) -> dict[str, Any]:
             "kernels": s.kernels,
             "unattributed_gpu_us": _us(s.unattributed_gpu_ns),
             "unattributed_idle_us": _us(s.unattributed_idle_ns),
+            "profiler_overhead_us": _us(s.profiler_overhead_ns),
         },
         "lines": [_line(line) for line in report.lines],
         "findings": [
@@ -78,6 +80,9 @@ def to_dict(report: Report) -> dict[str, Any]:
                 "message": f.message,
                 "fix": f.fix,
                 "est_savings_us": _us(f.est_savings_ns),
+                "function": f.function,
+                "evidence": f.evidence,
+                "doc": f.doc,
             }
             for f in report.findings
         ],
