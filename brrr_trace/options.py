@@ -29,10 +29,23 @@ class AnalysisOptions:
     clock_tolerance_ns: int = 2_000
     # Kernels shorter than this cannot be anything but launch-latency bound (DESIGN §6).
     tiny_kernel_ns: int = 5_000
-    # What the profiler itself costs the host per event it records (a Python frame or an ATen
-    # op) when stacks are on: least squares of profiled minus unprofiled wall time against event
-    # counts over the 23 H200 fixtures (tests/data/FIXTURES.md) gave about 3 µs.
-    profiler_cost_per_event_ns: int = 3_000
+    # What the profiler itself costs the host per event it records when stacks are on, from
+    # profiled minus unprofiled wall time of the H200 fixtures (tests/data/FIXTURES.md): an ATen
+    # op or CUDA API call ~4.5 µs (tiny-op loop: 9.1 µs per op + launch), a Python frame ~1 µs
+    # (optimizer fixtures: 86 ms over 15.4 k ops/calls and 21 k frames).
+    profiler_cost_per_call_ns: int = 4_500
+    profiler_cost_per_frame_ns: int = 1_000
+    # Findings: report a fix only when it saves at least this much, absolutely and as a share
+    # of the span.
+    min_savings_ns: int = 50_000
+    min_savings_share: float = 0.005
+    many_kernels: int = 20  # "many" kernels on a line or in an optimizer step
+    short_kernel_ns: int = 10_000  # median kernel below this: launch-bound territory
+    small_grid_min_ns: int = 20_000  # a kernel worth filling the GPU for
+    # Fractions of the datasheet peaks that real code reaches (reference §5.2).
+    achievable_link: float = 0.85
+    achievable_bandwidth: float = 0.8
+    default_link_gbps: float = 25.0  # host link when the GPU is unknown (PCIe 4.0 x16, practical)
     excluded_files: tuple[str, ...] = DEFAULT_EXCLUDED_FILES
     included_files: tuple[str, ...] = ()
     source_root: str | None = None

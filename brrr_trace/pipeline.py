@@ -9,16 +9,19 @@ from pathlib import Path
 import numpy as np
 
 from brrr_trace import __version__
-from brrr_trace.analyzers.attribution import Locator, attribute_ops
+from brrr_trace.analyzers.attribution import LineKey, Locator, attribute_ops
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.regimes import REGIMES, classify_ops, line_costs
 from brrr_trace.analyzers.roofline import GpuPeak, match_device
+from brrr_trace.analyzers.rules import RawFinding, RuleContext
+from brrr_trace.analyzers.rules import find as find_findings
 from brrr_trace.analyzers.timeline import build_timeline
 from brrr_trace.errors import NotATraceError
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.report import (
     DeviceInfo,
+    Finding,
     KernelStat,
     LineReport,
     ProblemReport,
@@ -106,6 +109,24 @@ def analyze_loaded(
     classes = classify_ops(trace, ops, peak, options)
     costs = line_costs(trace, ops, classes, timeline, locator)
 
+    sms = _device_props(trace, device) or {}
+    context = RuleContext(
+        trace=trace,
+        ops=ops,
+        classes=classes,
+        timeline=timeline,
+        locator=locator,
+        costs=costs,
+        peak=peak,
+        options=options,
+        span_ns=next((d.span_ns for d in timeline.devices if d.device == device), 0),
+        sms=_sm_count(sms, peak),
+    )
+    raw_findings = find_findings(context)
+    rules_of_line: dict[int, list[str]] = {}
+    for raw in raw_findings:
+        rules_of_line.setdefault(raw.line_id, []).append(raw.rule)
+
     lines = []
     for cost in costs:
         key = cost.key
@@ -132,6 +153,7 @@ def analyze_loaded(
                 intensity=cost.flops / cost.nbytes if cost.flops and cost.nbytes else None,
                 ridge=cost.ridge,
                 profiler_overhead_ns=cost.profiler_ns,
+                findings=tuple(dict.fromkeys(rules_of_line.get(cost.line_id, []))),
                 top_kernels=tuple(
                     KernelStat(
                         name=trace.strings[name],
@@ -144,6 +166,9 @@ def analyze_loaded(
             )
         )
     lines.sort(key=lambda r: (-r.total_ns, r.file, r.line))
+    findings = tuple(
+        _finding(raw, locator.lines[raw.line_id], mapper, context.span_ns) for raw in raw_findings
+    )
 
     dev = next((d for d in timeline.devices if d.device == device), None)
     busy = dev.busy_ns if dev else 0
@@ -193,6 +218,7 @@ def analyze_loaded(
         trace=info,
         summary=summary,
         lines=tuple(lines),
+        findings=findings,
         problems=tuple(ProblemReport(p.kind, p.count, p.detail) for p in loaded.problems),
         notes=tuple(notes),
     )
@@ -201,6 +227,32 @@ def analyze_loaded(
 def _kind_of(classes, trace: Trace, name: int) -> int:  # type: ignore[no-untyped-def]
     rows = np.flatnonzero(trace.gpu.name == name)
     return int(classes.op_kind[rows[0]]) if len(rows) else len(classes.kind) - 1
+
+
+def _finding(raw: RawFinding, key: LineKey, mapper: PathMapper, span_ns: int) -> Finding:
+    share = raw.est_savings_ns / span_ns if span_ns else 0.0
+    severity = "warning" if share >= 0.1 else "information" if share >= 0.02 else "hint"
+    return Finding(
+        rule=raw.rule,
+        severity=severity,
+        file=key.file,
+        path=mapper.map(key.file),
+        line=key.line,
+        message=raw.message,
+        fix=raw.fix,
+        est_savings_ns=raw.est_savings_ns,
+        function=key.function,
+        evidence=raw.evidence,
+        doc=f"docs/rules/{raw.rule}.md",
+    )
+
+
+def _sm_count(props: dict, peak: GpuPeak | None) -> int | None:  # type: ignore[type-arg]
+    for key in ("numSms", "multiProcessorCount"):
+        value = props.get(key)
+        if isinstance(value, int) and value > 0:
+            return value
+    return peak.sms if peak is not None else None
 
 
 def _scaled(value: float | None, factor: float) -> float | None:

@@ -47,6 +47,7 @@ class Locator:
         self._bodies: dict[int, Body | None] = {}
         self._observed: dict[tuple[int, bool], Observed] = {}
         self._thread_events: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._traced: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.lines: list[LineKey] = []
         self._line_ids: dict[LineKey, int] = {}
         frames = trace.frames
@@ -220,16 +221,32 @@ class Locator:
         self._children[row] = result
         return result
 
-    def events_between(self, thread: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """How many frames and ATen ops start in [a, b) on each thread: what the profiler traced."""
+    def profiler_cost_between(self, thread: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Estimated time the profiler spent on each thread in [a, b): what it traced there."""
         out = np.zeros(len(a), dtype=np.int64)
+        per_call = self.options.profiler_cost_per_call_ns
+        per_frame = self.options.profiler_cost_per_frame_ns
         for h in np.unique(thread).tolist():
             if h == NONE:
                 continue
             sel = np.flatnonzero(thread == h)
-            starts = self._events_of(int(h))[0]
-            out[sel] = np.searchsorted(starts, b[sel]) - np.searchsorted(starts, a[sel])
-        return out
+            frames, calls = self._traced_starts(int(h))
+            n_frames = np.searchsorted(frames, b[sel]) - np.searchsorted(frames, a[sel])
+            n_calls = np.searchsorted(calls, b[sel]) - np.searchsorted(calls, a[sel])
+            out[sel] = n_frames * per_frame + n_calls * per_call
+        return np.minimum(out, b - a)
+
+    def _traced_starts(self, thread: int) -> tuple[np.ndarray, np.ndarray]:
+        found = self._traced.get(thread)
+        if found is None:
+            trace = self.trace
+            frames = np.sort(trace.frames.start_ns[trace.frames.thread == thread])
+            ops = trace.cpu_ops.start_ns[
+                (trace.cpu_ops.thread == thread) & ~trace.cpu_ops.annotation
+            ]
+            calls = trace.host_calls.start_ns[trace.host_calls.thread == thread]
+            found = self._traced[thread] = (frames, np.sort(np.concatenate([ops, calls])))
+        return found
 
     def line_at(self, thread: int, t: int) -> int:
         return int(self.lines_at(np.array([thread]), np.array([t]))[0])

@@ -165,8 +165,6 @@ def _classify(
     thread[known] = host.thread[launch[known]]
     launched_at[known] = host.start_ns[launch[known]]
 
-    cost_per_event = options.profiler_cost_per_event_ns
-
     def charge(line: int, kind: IdleCause, ns: int, cost: int = 0) -> None:
         key = (line, kind)
         charges[key] = charges.get(key, 0) + ns
@@ -188,10 +186,7 @@ def _classify(
         for line, total, c in zip(keys.tolist(), sums.tolist(), costs.tolist(), strict=True):
             charge(line, kind, int(total), int(c))
 
-    def profiler_cost(threads: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Estimated profiler time inside each window: events it recorded there × their cost."""
-        counts = locator.events_between(threads, a, b)
-        return np.minimum(b - a, counts * cost_per_event)
+    profiler_cost = locator.profiler_cost_between
 
     # sync: the host sat in a blocking call when the queue ran dry.
     sync_row = np.full(n, NONE, dtype=np.int64)
@@ -203,10 +198,10 @@ def _classify(
     is_sync = sync_row != NONE
     cause[is_sync] = _CAUSE_CODE[IdleCause.SYNC]
     if is_sync.any():
-        sync_lines = locator.lines_at(
-            host.thread[sync_row[is_sync]], host.start_ns[sync_row[is_sync]]
-        )
-        charge_many(sync_lines, (g1 - g0)[is_sync], IdleCause.SYNC)
+        sync_threads = host.thread[sync_row[is_sync]]
+        sync_lines = locator.lines_at(sync_threads, host.start_ns[sync_row[is_sync]])
+        cost = profiler_cost(sync_threads, g0[is_sync], g1[is_sync])
+        charge_many(sync_lines, (g1 - g0)[is_sync], IdleCause.SYNC, cost)
 
     undecided = ~is_sync
     # dataloader: the launching thread was inside DataLoader.__next__ for most of the gap.
