@@ -16,6 +16,7 @@ DEFAULT_EXCLUDED_FILES: tuple[str, ...] = (
     "*/dist-packages/torch/*",
     "<*",
     "*torchinductor_*",
+    "brrr_trace/*",
 )
 
 

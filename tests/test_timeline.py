@@ -159,3 +159,26 @@ def test_device_option_selects_one_gpu(tmp_path: Path) -> None:
     path = write(tmp_path / "t.json", events)
     assert analyze(path).summary.gpu_busy_ns == 50_000  # busiest by default
     assert analyze(path, AnalysisOptions(device=0)).summary.gpu_busy_ns == 10_000
+
+
+def test_recorder_call_lines_and_line_markers_give_exact_lines(tmp_path: Path) -> None:
+    # What `brrr-trace record` writes: the caller line on each Python call, and a
+    # `brrr.line N` annotation around each torch call made from user code.
+    sin = frame("<built-in method sin of Tensor object at 0x7f>", 10.0, 20.0)
+    sin["args"]["brrr call line"] = 7
+    marker = op("brrr.line 6", 40.0, 30.0)
+    marker["cat"] = "user_annotation"
+    events = [
+        frame("train.py(4): step", 0.0, 200.0),
+        sin,
+        op("aten::sin", 12.0, 15.0),
+        launch(14.0, corr=1),
+        kernel(ADD, 20.0, 10.0, corr=1),
+        marker,
+        op("aten::mul", 42.0, 20.0),
+        launch(45.0, corr=2),
+        kernel(ADD, 50.0, 10.0, corr=2),
+    ]
+    report = analyze(write(tmp_path / "t.json", events), AnalysisOptions(source_root=str(tmp_path)))
+    lines = {(line.line, line.precision) for line in report.lines}
+    assert lines == {(7, Precision.EXACT), (6, Precision.EXACT)}

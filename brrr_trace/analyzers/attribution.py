@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -42,14 +43,14 @@ class Locator:
         self.trace = trace
         self.options = options
         self.mapper = mapper
-        self._children: dict[int, tuple[np.ndarray, np.ndarray, tuple[int | None, ...]]] = {}
-        self._alignments: dict[tuple[int, tuple[Observed, ...]], tuple[int | None, ...]] = {}
+        self._children: dict[int, _Children] = {}
+        self._alignments: dict[tuple[Any, ...], tuple[int | None, ...]] = {}
         self._bodies: dict[int, Body | None] = {}
         self._observed: dict[tuple[int, bool], Observed] = {}
         self._thread_events: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._traced: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.lines: list[LineKey] = []
-        self._line_ids: dict[LineKey, int] = {}
+        self._line_ids: dict[tuple[str, int, str], int] = {}
         frames = trace.frames
         strings = trace.strings
         user = user_frame_mask(strings, frames.name, options)
@@ -80,12 +81,27 @@ class Locator:
         dl = is_dataloader[frames.name] if len(frames) else np.zeros(0, dtype=bool)
         self.dataloader_rows = np.flatnonzero(dl)
         self.dataloader = Innermost(frames.thread[dl], frames.start_ns[dl], frames.end_ns[dl])
+        self._marker_line = np.full(len(strings), NONE, dtype=np.int64)
+        for sid, text in enumerate(strings):
+            if text.startswith(MARKER_PREFIX):
+                number = text[len(MARKER_PREFIX) :].strip()
+                if number.isdigit():
+                    self._marker_line[sid] = int(number)
+        marked = (
+            cpu.annotation & (self._marker_line[cpu.name] != NONE) if len(cpu) else cpu.annotation
+        )
+        self._marker_rows = np.flatnonzero(marked)
+        self._markers = Innermost(cpu.thread[marked], cpu.start_ns[marked], cpu.end_ns[marked])
 
     def _intern(self, key: LineKey) -> int:
-        found = self._line_ids.get(key)
+        """One id per (file, line, function); the line keeps the best precision seen for it."""
+        identity = (key.file, key.line, key.function)
+        found = self._line_ids.get(identity)
         if found is None:
-            found = self._line_ids[key] = len(self.lines)
+            found = self._line_ids[identity] = len(self.lines)
             self.lines.append(key)
+        elif _RANK[key.precision] > _RANK[self.lines[found].precision]:
+            self.lines[found] = key
         return found
 
     def frame_line(self, frame_row: int) -> int:
@@ -114,8 +130,7 @@ class Locator:
             found = np.flatnonzero(local != NONE)
             rows = self.user_rows[local[found]]
             out[found] = self._frame_line[self.trace.frames.name[rows]]
-            if self.mapper is not None:
-                self._recover(out, found, rows, t)
+            self._recover(out, found, rows, t)
         if len(self._stack_rows):
             local = self._stacks.at_many(thread, t)
             for k in np.flatnonzero(local != NONE):
@@ -127,26 +142,56 @@ class Locator:
     # -- call-site recovery -----------------------------------------------------------------
 
     def _recover(self, out: np.ndarray, where: np.ndarray, rows: np.ndarray, t: np.ndarray) -> None:
-        """Replace def-line results by the statement line where the source can tell."""
+        """Replace def-line results by statement lines: exact where the recorder wrote them,
+        recovered from the source where it is at hand."""
         frames = self.trace.frames
         for row in np.unique(rows).tolist():
-            body = self._body(int(frames.name[row]))
-            if body is None:
-                continue
-            starts, ends, lines = self._invocation(row, body)
-            if len(starts) == 0:
-                continue
+            name_id = int(frames.name[row])
+            body = self._body(name_id)
+            child = self._invocation(row, body)
             sel = where[rows == row]
-            k = np.searchsorted(starts, t[sel], side="right") - 1
-            for q, kk in zip(sel.tolist(), k.tolist(), strict=True):
-                line = _line_near(starts, ends, lines, kk, int(t[q]))
+            k = np.searchsorted(child.starts, t[sel], side="right") - 1
+            # Between two children, the time belongs to the statement about to run.
+            t_eff = t[sel].copy()
+            if len(child.starts):
+                inside = (k >= 0) & (t_eff < child.ends[np.maximum(k, 0)])
+                has_next = k + 1 < len(child.starts)
+                move = ~inside & has_next
+                t_eff[move] = child.starts[(k + 1)[move]]
+            marked = self._marked_lines(row, t_eff)
+            if not len(child.starts) and not (marked != NONE).any():
+                continue
+            for q, kk, mark in zip(sel.tolist(), k.tolist(), marked.tolist(), strict=True):
+                if mark != NONE:
+                    out[q] = self._statement_id(name_id, mark, Precision.EXACT)
+                    continue
+                exact = _line_near(child.starts, child.ends, child.exact, kk, int(t[q]))
+                if exact is not None:
+                    out[q] = self._statement_id(name_id, exact, Precision.EXACT)
+                    continue
+                line = _line_near(child.starts, child.ends, child.aligned, kk, int(t[q]))
                 if line is not None:
-                    out[q] = self._recovered_id(int(frames.name[row]), line)
+                    out[q] = self._statement_id(name_id, line, Precision.RECOVERED)
 
-    def _recovered_id(self, name_id: int, line: int) -> int:
+    def _marked_lines(self, frame_row: int, t: np.ndarray) -> np.ndarray:
+        """Lines from ``brrr.line N`` annotations (written by ``brrr-trace record``) around t,
+        when they lie inside this frame invocation."""
+        out = np.full(len(t), NONE, dtype=np.int64)
+        if not len(self._marker_rows):
+            return out
+        frames, cpu = self.trace.frames, self.trace.cpu_ops
+        thread = np.full(len(t), int(frames.thread[frame_row]), dtype=np.int64)
+        local = self._markers.at_many(thread, t)
+        for k in np.flatnonzero(local != NONE).tolist():
+            row = int(self._marker_rows[local[k]])
+            if cpu.start_ns[row] >= frames.start_ns[frame_row]:
+                out[k] = self._marker_line[int(cpu.name[row])]
+        return out
+
+    def _statement_id(self, name_id: int, line: int, precision: Precision) -> int:
         parsed = parse_frame(self.trace.strings[name_id])
         assert parsed is not None
-        return self._intern(LineKey(parsed.file, line, parsed.function, Precision.RECOVERED))
+        return self._intern(LineKey(parsed.file, line, parsed.function, precision))
 
     def _body(self, name_id: int) -> Body | None:
         if name_id in self._bodies:
@@ -175,13 +220,12 @@ class Locator:
             self._thread_events[thread] = found
         return found
 
-    def _invocation(
-        self, row: int, body: Body
-    ) -> tuple[np.ndarray, np.ndarray, tuple[int | None, ...]]:
+    def _invocation(self, row: int, body: Body | None) -> _Children:
+        """The events directly inside one invocation of a user frame, with their lines."""
         cached = self._children.get(row)
         if cached is not None:
             return cached
-        frames = self.trace.frames
+        frames, cpu = self.trace.frames, self.trace.cpu_ops
         thread = int(frames.thread[row])
         s, e = int(frames.start_ns[row]), int(frames.end_ns[row])
         starts, ends, rows, is_frame = self._events_of(thread)
@@ -189,6 +233,7 @@ class Locator:
         hi = int(np.searchsorted(starts, e, side="right"))
         child_start: list[int] = []
         child_end: list[int] = []
+        exact: list[int | None] = []
         seen: list[Observed] = []
         reach = s
         names = self.trace.strings
@@ -199,24 +244,29 @@ class Locator:
             if cs < reach or ce > e:
                 continue
             reach = max(ce, cs + 1) if ce > cs else cs
-            name_id = (
-                int(frames.name[rows[k]]) if is_frame[k] else int(self.trace.cpu_ops.name[rows[k]])
-            )
+            event = int(rows[k])
+            name_id = int(frames.name[event]) if is_frame[k] else int(cpu.name[event])
             key = (name_id, bool(is_frame[k]))
             observed = self._observed.get(key)
             if observed is None:
                 observed = self._observed[key] = observe(names[name_id], bool(is_frame[k]))
+            call_line = int(frames.call_line[event]) if is_frame[k] else NONE
             child_start.append(cs)
             child_end.append(ce)
             seen.append(observed)
-        memo_key = (id(body), tuple(seen))
-        lines = self._alignments.get(memo_key)
-        if lines is None:
-            lines = self._alignments[memo_key] = align(body, tuple(seen))
-        result = (
+            exact.append(call_line if call_line > 0 else None)
+        aligned: tuple[int | None, ...] = (None,) * len(seen)
+        if body is not None:
+            memo_key = (id(body), tuple(seen), tuple(exact))
+            found = self._alignments.get(memo_key)
+            if found is None:
+                found = self._alignments[memo_key] = align(body, tuple(seen), tuple(exact))
+            aligned = found
+        result = _Children(
             np.asarray(child_start, dtype=np.int64),
             np.asarray(child_end, dtype=np.int64),
-            lines,
+            tuple(exact),
+            aligned,
         )
         self._children[row] = result
         return result
@@ -274,6 +324,19 @@ class Locator:
 
 
 _COMPILER_FRAME = "torch/_dynamo/"
+# ``brrr-trace record`` wraps each torch call made from user code in an annotation naming the line.
+MARKER_PREFIX = "brrr.line "
+_RANK = {Precision.FUNCTION: 0, Precision.RECOVERED: 1, Precision.EXACT: 2}
+
+
+@dataclass(frozen=True)
+class _Children:
+    """Events directly inside a frame invocation, in order, and the line each one ran on."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    exact: tuple[int | None, ...]  # the recorder's call-site line of child frames
+    aligned: tuple[int | None, ...]  # lines recovered from the source
 
 
 def _compiled_frames(trace: Trace, user: np.ndarray) -> np.ndarray:

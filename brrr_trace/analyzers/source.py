@@ -312,13 +312,26 @@ def _flatten(body: list[ast.stmt], first: int, last: int) -> Body:
     return Body(tuple(flat.slots), tuple(flat.loops), first, last)
 
 
-def align(body: Body, seen: tuple[Observed, ...]) -> tuple[int | None, ...]:
-    """The line of each observed child event, in order; None where the source cannot tell."""
+def align(
+    body: Body, seen: tuple[Observed, ...], anchors: tuple[int | None, ...] | None = None
+) -> tuple[int | None, ...]:
+    """The line of each observed child event, in order; None where the source cannot tell.
+
+    ``anchors`` are lines already known for some events (the recorder's call-site lines): the
+    walk jumps to them, so the events in between are placed from there.
+    """
     slots = body.slots
     n = len(slots)
     lines: list[int | None] = [None] * len(seen)
     pos = 0
     for k, event in enumerate(seen):
+        anchor = anchors[k] if anchors is not None else None
+        if anchor is not None:
+            lines[k] = anchor
+            at = _first_slot_on(body, anchor, pos)
+            if at is not None:
+                pos = at + 1 if at + 1 < n else at
+            continue
         hit = _search(body, pos, event)
         if hit is not None:
             lines[k] = slots[hit].line
@@ -332,6 +345,15 @@ def align(body: Body, seen: tuple[Observed, ...]) -> tuple[int | None, ...]:
         if before is not None and before == after:
             lines[k] = before
     return tuple(lines)
+
+
+def _first_slot_on(body: Body, line: int, pos: int) -> int | None:
+    """The slot of ``line`` the walk reaches next from ``pos`` (wrapping to the start)."""
+    slots = body.slots
+    for index in list(range(pos, len(slots))) + list(range(0, pos)):
+        if slots[index].line == line:
+            return index
+    return None
 
 
 def _search(body: Body, pos: int, event: Observed) -> int | None:
