@@ -6,7 +6,8 @@ from typing import Any
 
 import msgspec
 
-from brrr_trace.report import LineReport, Report
+from brrr_trace.diff import Diff
+from brrr_trace.report import Finding, LineReport, Report
 
 
 def _us(ns: int) -> float:
@@ -91,6 +92,54 @@ def to_dict(report: Report) -> dict[str, Any]:
         ],
         "notes": list(report.notes),
     }
+
+
+def diff_to_dict(diff: Diff) -> dict[str, Any]:
+    def side(line: LineReport | None) -> dict[str, Any] | None:
+        if line is None:
+            return None
+        return {
+            "total_us": _us(line.total_ns),
+            "gpu_us": _us(line.gpu_ns),
+            "idle_us": _us(line.idle_ns),
+            "regime": str(line.regime),
+        }
+
+    def finding(f: Finding) -> dict[str, Any]:
+        return {
+            "rule": f.rule,
+            "file": f.file,
+            "line": f.line,
+            "function": f.function,
+            "est_savings_us": _us(f.est_savings_ns),
+        }
+
+    return {
+        "schema_version": 1,
+        "kind": "diff",
+        "before": {"path": diff.before.trace.path, "span_us": _us(diff.span_before_ns)},
+        "after": {"path": diff.after.trace.path, "span_us": _us(diff.span_after_ns)},
+        "lines": [
+            {
+                "file": c.file,
+                "line": c.line,
+                "function": c.function,
+                "before": side(c.before),
+                "after": side(c.after),
+                "delta_us": _us(c.delta_ns),
+                "work_ratio": c.work_ratio,
+                "scaling_exponent": c.scaling,
+                "verdict": c.verdict,
+            }
+            for c in diff.lines
+        ],
+        "resolved": [finding(f) for f in diff.resolved],
+        "new": [finding(f) for f in diff.new],
+    }
+
+
+def render_diff(diff: Diff) -> str:
+    return msgspec.json.format(msgspec.json.encode(diff_to_dict(diff)), indent=2).decode() + "\n"
 
 
 def render(report: Report) -> str:

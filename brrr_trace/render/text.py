@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from brrr_trace.diff import Diff
 from brrr_trace.report import LineReport, Report
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
@@ -144,3 +145,55 @@ def _evidence(line: LineReport) -> str:
     if line.backward_gpu_ns:
         parts.append(f"backward {fmt_time(line.backward_gpu_ns)}")
     return " · ".join(parts)
+
+
+def render_diff(diff: Diff, top: int = 20, color: bool = True, width: int = 130) -> str:
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False
+    )
+    b, a = diff.span_before_ns, diff.span_after_ns
+    console.print(
+        Text(f"brrr-trace diff · {diff.before.trace.path} → {diff.after.trace.path}", style="bold")
+    )
+    change = f"{100 * (a - b) / b:+.1f}%" if b else "–"
+    console.print(f"Span {fmt_time(b)} → {fmt_time(a)} ({change})")
+    table = Table(
+        box=None,
+        pad_edge=False,
+        header_style="bold",
+        title_justify="left",
+        title=f"Lines by change ({min(top, len(diff.lines))} of {len(diff.lines)})",
+    )
+    for name, justify in (
+        ("line", "left"),
+        ("before", "right"),
+        ("after", "right"),
+        ("change", "right"),
+        ("regime", "left"),
+        ("work ×", "right"),
+        ("batch-size test", "left"),
+    ):
+        table.add_column(name, justify=justify, no_wrap=name != "batch-size test")
+    for c in diff.lines[:top]:
+        regimes = " → ".join(str(r.regime) for r in (c.before, c.after) if r is not None)
+        table.add_row(
+            f"{c.file}:{c.line} {c.function}",
+            fmt_time(c.before_ns) if c.before else "–",
+            fmt_time(c.after_ns) if c.after else "–",
+            ("+" if c.delta_ns > 0 else "−" if c.delta_ns < 0 else "") + fmt_time(abs(c.delta_ns)),
+            regimes,
+            f"{c.work_ratio:.1f}" if c.work_ratio else "",
+            c.verdict or "",
+        )
+    console.print(table)
+    for finding in diff.resolved:
+        console.print(
+            f"[green]Resolved[/] {finding.rule} at {finding.file}:{finding.line} "
+            f"(estimated {fmt_time(finding.est_savings_ns)})"
+        )
+    for finding in diff.new:
+        console.print(
+            f"[yellow]New[/] {finding.rule} at {finding.file}:{finding.line}: {finding.message}"
+        )
+    return buffer.getvalue()

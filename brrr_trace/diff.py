@@ -1,0 +1,114 @@
+"""Two reports side by side: per line, time and regime before and after, fixes resolved or new,
+and whether time scales with the work (the essay's batch-size test).
+
+Horace He's test for overhead: double the batch; if the time barely moves, the line was
+overhead-bound. With shapes in both traces the work ratio of each line is measured (its FLOPs,
+else its bytes), so the test needs no knowledge of what was changed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from brrr_trace.report import Finding, LineReport, Report
+from brrr_trace.vocabulary import Regime
+
+# log(time ratio) / log(work ratio): 1 means time grows with the work, 0 means it does not.
+SCALES_ABOVE = 0.6
+FLAT_BELOW = 0.3
+MIN_WORK_RATIO = 1.5
+
+
+@dataclass(frozen=True)
+class LineChange:
+    file: str
+    line: int
+    function: str
+    before: LineReport | None
+    after: LineReport | None
+    work_ratio: float | None  # FLOPs (else bytes) after / before
+    scaling: float | None  # exponent of time against work
+    verdict: str | None  # "scales with work", "does not scale: overhead", "partly"
+
+    @property
+    def before_ns(self) -> int:
+        return self.before.total_ns if self.before else 0
+
+    @property
+    def after_ns(self) -> int:
+        return self.after.total_ns if self.after else 0
+
+    @property
+    def delta_ns(self) -> int:
+        return self.after_ns - self.before_ns
+
+
+@dataclass(frozen=True)
+class Diff:
+    before: Report
+    after: Report
+    lines: tuple[LineChange, ...]  # largest change first
+    resolved: tuple[Finding, ...]  # findings of before that after no longer has
+    new: tuple[Finding, ...]
+
+    @property
+    def span_before_ns(self) -> int:
+        return self.before.summary.gpu_busy_ns + self.before.summary.gpu_idle_ns
+
+    @property
+    def span_after_ns(self) -> int:
+        return self.after.summary.gpu_busy_ns + self.after.summary.gpu_idle_ns
+
+
+def compare(before: Report, after: Report) -> Diff:
+    old = {(line.file, line.line): line for line in before.lines}
+    new = {(line.file, line.line): line for line in after.lines}
+    changes = []
+    for key in sorted(set(old) | set(new)):
+        b, a = old.get(key), new.get(key)
+        ratio = _work_ratio(b, a)
+        scaling, verdict = _scaling(b, a, ratio)
+        some = a or b
+        assert some is not None
+        changes.append(LineChange(key[0], key[1], some.function, b, a, ratio, scaling, verdict))
+    changes.sort(key=lambda c: -abs(c.delta_ns))
+
+    def finding_key(f: Finding) -> tuple[str, str, str]:
+        return (f.rule, f.file, f.function)
+
+    before_keys = {finding_key(f) for f in before.findings}
+    after_keys = {finding_key(f) for f in after.findings}
+    return Diff(
+        before=before,
+        after=after,
+        lines=tuple(changes),
+        resolved=tuple(f for f in before.findings if finding_key(f) not in after_keys),
+        new=tuple(f for f in after.findings if finding_key(f) not in before_keys),
+    )
+
+
+def _work_ratio(b: LineReport | None, a: LineReport | None) -> float | None:
+    if b is None or a is None:
+        return None
+    if b.flops and a.flops:
+        return a.flops / b.flops
+    if b.bytes and a.bytes:
+        return a.bytes / b.bytes
+    return None
+
+
+def _scaling(
+    b: LineReport | None, a: LineReport | None, ratio: float | None
+) -> tuple[float | None, str | None]:
+    if b is None or a is None or ratio is None or ratio < MIN_WORK_RATIO:
+        return None, None
+    if b.total_ns <= 0 or a.total_ns <= 0:
+        return None, None
+    exponent = math.log(a.total_ns / b.total_ns) / math.log(ratio)
+    if exponent >= SCALES_ABOVE:
+        regime = b.regime if b.regime is not Regime.OVERHEAD else a.regime
+        return exponent, f"scales with the work ({regime}-bound)"
+    if exponent <= FLAT_BELOW:
+        return exponent, "does not scale with the work: overhead-bound"
+    return exponent, "partly scales: mixed"
