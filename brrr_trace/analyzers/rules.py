@@ -7,6 +7,7 @@ Rule ids are a contract: they never change meaning. Thresholds live in ``Analysi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -265,6 +266,10 @@ def pageable_memcpy(ctx: RuleContext) -> Iterator[RawFinding]:
         )
 
 
+# Kernels that write without reading (random numbers, fills): nothing to save by fusing them.
+_NOT_FUSABLE = re.compile(r"distribution|FillFunctor|random|normal_kernel|uniform")
+
+
 def unfused_elementwise(ctx: RuleContext) -> Iterator[RawFinding]:
     """Runs of consecutive memory-bound pointwise kernels issued by one function."""
     gpu = ctx.trace.gpu
@@ -276,6 +281,7 @@ def unfused_elementwise(ctx: RuleContext) -> Iterator[RawFinding]:
             ctx.kind(row) in kinds
             and ctx.classes.regime[row] == _REGIME_CODE[memory]
             and not ctx.name(row).startswith("triton_")
+            and not _NOT_FUSABLE.search(ctx.name(row))
         ):
             candidate[row] = True
     lines = ctx.locator.lines
