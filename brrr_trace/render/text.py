@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -44,7 +45,7 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
     for device in t.devices:
         name = device.name or "unknown GPU"
         peak = "" if device.peak else " (peak unknown)"
-        console.print(f"GPU {device.id}: {name}{peak}")
+        console.print(Text(f"GPU {device.id}: {name}{peak}"))
     if s.gpu_utilization is None:
         console.print("No GPU activity in this trace: nothing to attribute.")
     else:
@@ -77,13 +78,16 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
         console.print(Text("Top fixes", style="bold"))
         for finding in report.findings[:top]:
             console.print(
-                f"  {finding.file}:{finding.line} [{finding.rule}] saves ~"
-                f"{fmt_time(finding.est_savings_ns)}: {finding.fix}"
+                f"  {escape(finding.file)}:{finding.line} [bold]{escape(finding.rule)}[/] "
+                f"saves ~{fmt_time(finding.est_savings_ns)}: {escape(finding.message)}. "
+                f"Fix: {escape(finding.fix)}"
             )
     for problem in report.problems:
-        console.print(f"[yellow]Problem[/] {problem.kind} ({problem.count}): {problem.detail}")
+        console.print(
+            f"[yellow]Problem[/] {escape(problem.kind)} ({problem.count}): {escape(problem.detail)}"
+        )
     for note in report.notes:
-        console.print(f"[dim]Note: {note}[/]")
+        console.print(f"[dim]Note: {escape(note)}[/]")
     return buffer.getvalue()
 
 
@@ -110,14 +114,14 @@ def _lines_table(console: Console, report: Report, top: int) -> None:
         marker = {Precision.EXACT: "", Precision.RECOVERED: "", Precision.FUNCTION: " (def)"}
         table.add_row(
             str(rank),
-            f"{_line_label(line)} {line.function}{marker[line.precision]}",
+            Text(f"{_line_label(line)} {line.function}{marker[line.precision]}"),
             Text(str(line.regime), style=_REGIME_STYLE[line.regime]),
             fmt_time(line.total_ns),
             _pct(line.total_ns, span),
             fmt_time(line.gpu_ns),
             fmt_time(line.idle_ns),
             str(line.kernels),
-            _evidence(line),
+            Text(_evidence(line)),
         )
     console.print(table)
     if any(line.precision is Precision.FUNCTION for line in report.lines[:top]):
@@ -178,13 +182,13 @@ def render_diff(diff: Diff, top: int = 20, color: bool = True, width: int = 130)
     for c in diff.lines[:top]:
         regimes = " → ".join(str(r.regime) for r in (c.before, c.after) if r is not None)
         table.add_row(
-            f"{c.file}:{c.line} {c.function}",
+            Text(f"{c.file}:{c.line} {c.function}"),
             fmt_time(c.before_ns) if c.before else "–",
             fmt_time(c.after_ns) if c.after else "–",
             ("+" if c.delta_ns > 0 else "−" if c.delta_ns < 0 else "") + fmt_time(abs(c.delta_ns)),
             regimes,
             f"{c.work_ratio:.1f}" if c.work_ratio else "",
-            c.verdict or "",
+            Text(c.verdict or ""),
         )
     console.print(table)
     for finding in diff.resolved:
