@@ -45,6 +45,26 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--device", type=int, help="GPU to report on (default: the busiest)")
     analyze.add_argument("--rank", type=int, help="rank to report on, for a folder of rank traces")
     analyze.add_argument("--debug", action="store_true", help="print tracebacks of internal errors")
+    serve = sub.add_parser("serve", help="run the language server (stdio by default)")
+    transport = serve.add_mutually_exclusive_group()
+    transport.add_argument(
+        "--stdio", action="store_true", help="talk LSP on stdin/stdout (the default)"
+    )
+    transport.add_argument("--tcp", type=int, metavar="PORT", help="listen on a TCP port instead")
+    serve.add_argument("--host", default="127.0.0.1", help="address for --tcp (default 127.0.0.1)")
+    serve.add_argument(
+        "-v", "--verbose", action="count", default=0, help="log more to stderr (-vv: pygls too)"
+    )
+    diff = sub.add_parser(
+        "diff", help="compare two traces line by line (before/after a fix, or two batch sizes)"
+    )
+    diff.add_argument("before", help="the trace before")
+    diff.add_argument("after", help="the trace after")
+    diff.add_argument("--format", choices=("text", "json"), default="text")
+    diff.add_argument("-o", "--output", help="write the comparison to this file")
+    diff.add_argument("--top", type=int, default=20, help="lines to show (text format)")
+    diff.add_argument("--source-root", help="folder the traces' source paths map onto")
+    diff.add_argument("--debug", action="store_true", help="print tracebacks of internal errors")
     return parser
 
 
@@ -53,9 +73,12 @@ def sample_trace() -> Path:
 
 
 def _default_traces() -> tuple[list[Path], bool]:
-    from brrr_trace.traces import find_traces
-
-    here = [p for p in find_traces(Path.cwd()) if p.parent == Path.cwd() or ".pt.trace." in p.name]
+    """The traces in the current folder itself (not below it), else the bundled sample."""
+    here = sorted(
+        p
+        for p in Path.cwd().iterdir()
+        if p.is_file() and p.name.endswith((".json", ".json.gz")) and "trace" in p.name.lower()
+    )
     if here:
         return here, False
     return [sample_trace()], True
@@ -63,9 +86,13 @@ def _default_traces() -> tuple[list[Path], bool]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "serve":
+        from brrr_trace.server import serve  # pygls is imported only for the server
+
+        return serve(tcp_port=args.tcp, host=args.host, verbose=args.verbose)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="brrr-trace: %(message)s")
     try:
-        return _analyze(args)
+        return _diff(args) if args.command == "diff" else _analyze(args)
     except BrrrError as error:
         print(f"brrr-trace: {error}", file=sys.stderr)
         return 2
@@ -117,6 +144,34 @@ def _analyze(args: argparse.Namespace) -> int:
             f"({SAMPLE_NAME}, recorded on an NVIDIA H200).",
             file=sys.stderr,
         )
+    if args.output:
+        Path(args.output).write_text(out, encoding="utf-8")
+    else:
+        sys.stdout.write(out)
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from brrr_trace.diff import compare
+    from brrr_trace.pipeline import analyze
+    from brrr_trace.render import json as render_json
+    from brrr_trace.render import text as render_text
+
+    paths = [Path(args.before), Path(args.after)]
+    for path in paths:
+        if not path.exists():
+            raise BrrrError(f"{path}: no such file or folder.")
+    options = AnalysisOptions(source_root=args.source_root)
+    reports = []
+    for path in paths:
+        with _progress(path) as progress:
+            reports.append(analyze(path, options, progress))
+    result = compare(*reports)
+    if args.format == "json":
+        out = render_json.render_diff(result)
+    else:
+        color = args.output is None and sys.stdout.isatty()
+        out = render_text.render_diff(result, top=args.top, color=color)
     if args.output:
         Path(args.output).write_text(out, encoding="utf-8")
     else:
