@@ -286,12 +286,19 @@ def unfused_elementwise(ctx: RuleContext) -> Iterator[RawFinding]:
             candidate[row] = True
     lines = ctx.locator.lines
     function_of = {k: (key.file, key.function) for k, key in enumerate(lines)}
+    invocation = _invocations(ctx)
     order = np.argsort(gpu.start_ns, kind="stable")
     runs: list[list[int]] = []
     current: list[int] = []
     for row in order.tolist():
         fn = function_of.get(int(ctx.ops.line[row])) if candidate[row] else None
-        if fn is not None and current and function_of[int(ctx.ops.line[current[-1]])] == fn:
+        # A run is one call of the function: the next call starts from its inputs again.
+        if (
+            fn is not None
+            and current
+            and function_of[int(ctx.ops.line[current[-1]])] == fn
+            and invocation[row] == invocation[current[-1]]
+        ):
             current.append(row)
             continue
         if len(current) >= 2:
@@ -332,6 +339,18 @@ def unfused_elementwise(ctx: RuleContext) -> Iterator[RawFinding]:
             "fewer dtype casts).",
             {"kernels": len(rows), "runs": len(found), "lines": len(numbers)},
         )
+
+
+def _invocations(ctx: RuleContext) -> np.ndarray:
+    """Per GPU op: the user-frame invocation (frame row) its launch happened in, or NONE."""
+    host = ctx.trace.host_calls
+    out = np.full(len(ctx.trace.gpu), NONE, dtype=np.int64)
+    has = ctx.ops.launch != NONE
+    if has.any():
+        out[has] = ctx.locator.user_frames.at_many(
+            host.thread[ctx.ops.launch[has]], host.start_ns[ctx.ops.launch[has]]
+        )
+    return out
 
 
 def manual_attention(ctx: RuleContext) -> Iterator[RawFinding]:
