@@ -121,8 +121,10 @@ def _analyze(args: argparse.Namespace) -> int:
     for trace in traces:
         if not trace.exists():
             raise BrrrError(f"{trace}: no such file or folder.")
+    # The bundled sample was recorded from workloads.py, shipped beside it: its lines resolve.
+    source_root = args.source_root or (str(sample_trace().parent) if used_sample else None)
     options = AnalysisOptions(
-        source_root=args.source_root,
+        source_root=source_root,
         device=args.device,
         rank=args.rank,
     )
