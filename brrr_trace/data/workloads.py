@@ -327,3 +327,32 @@ def sample(device: torch.device, scale: float = 1.0, steps: int = 4) -> float:
         for _ in range(50):
             t = t + 1  # expect: overhead
     return total
+
+
+def cpu_tensor_each_step(device: torch.device, scale: float = 1.0, steps: int = 10) -> torch.Tensor:
+    n = int(2048 * scale)
+    w = torch.zeros(n, n, device=device)
+    for _ in range(steps):
+        noise = torch.randn(n, n).to(device)  # expect: overhead
+        w = w + noise  # expect: memory
+    return w
+
+
+def device_tensor_each_step(
+    device: torch.device, scale: float = 1.0, steps: int = 10
+) -> torch.Tensor:
+    n = int(2048 * scale)
+    w = torch.zeros(n, n, device=device)
+    for _ in range(steps):
+        noise = torch.randn(n, n, device=device)  # expect: memory
+        w = w + noise  # expect: memory
+    return w
+
+
+def misaligned_matmul(device: torch.device, scale: float = 1.0, steps: int = 10) -> torch.Tensor:
+    n = int(8192 * scale)
+    a = torch.randn(n, n - 1, device=device, dtype=torch.bfloat16)
+    b = torch.randn(n - 1, n, device=device, dtype=torch.bfloat16)
+    for _ in range(steps):
+        c = a @ b  # expect: compute
+    return c

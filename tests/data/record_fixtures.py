@@ -93,6 +93,9 @@ FIXTURES: list[Fixture] = [
     Fixture("cuda_graph_replay", W.cuda_graph_replay, cuda_only=True),
     Fixture("dataloader_slow", W.dataloader_slow),
     Fixture("dataloader_workers", W.dataloader_workers),
+    Fixture("cpu_tensor_each_step", W.cpu_tensor_each_step),
+    Fixture("device_tensor_each_step", W.device_tensor_each_step),
+    Fixture("misaligned_matmul", W.misaligned_matmul),
 ]
 
 # (before, after): the "after" applies the fix that a finding on the "before" recommends.
@@ -104,6 +107,8 @@ PAIRS: list[tuple[str, str]] = [
     ("dataloader_slow", "dataloader_workers"),
     ("optimizer_foreach_false", "optimizer_fused"),
     ("manual_attention", "sdpa_attention"),
+    ("cpu_tensor_each_step", "device_tensor_each_step"),
+    ("misaligned_matmul", "bf16_matmul"),
 ]
 # (batch 1, batch 4): same code, 4x the batch dimension.
 BATCH_PAIRS: list[tuple[str, str]] = [
