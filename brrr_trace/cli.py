@@ -65,6 +65,26 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("--top", type=int, default=20, help="lines to show (text format)")
     diff.add_argument("--source-root", help="folder the traces' source paths map onto")
     diff.add_argument("--debug", action="store_true", help="print tracebacks of internal errors")
+    record = sub.add_parser(
+        "record",
+        help="run a program in-process under torch.profiler, with exact call-site lines",
+        usage="brrr-trace record [-o TRACE] [--steps N] [--wait N] [--no-exact-ops] "
+        "-- [python] (script.py | -m module) [args ...]",
+    )
+    record.add_argument(
+        "-o", "--output", default="trace.json.gz", help="trace file (default trace.json.gz)"
+    )
+    record.add_argument(
+        "--steps", type=int, help="record N optimizer steps (after --wait steps and one warm-up)"
+    )
+    record.add_argument("--wait", type=int, default=0, help="steps to skip first (with --steps)")
+    record.add_argument(
+        "--no-exact-ops",
+        dest="exact_ops",
+        action="store_false",
+        help="no brrr.line annotations around operators (less overhead, coarser lines)",
+    )
+    record.add_argument("program", nargs=argparse.REMAINDER, help="-- python train.py [args ...]")
     return parser
 
 
@@ -86,6 +106,8 @@ def _default_traces() -> tuple[list[Path], bool]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "record":
+        return _record(args)
     if args.command == "serve":
         from brrr_trace.server import serve  # pygls is imported only for the server
 
@@ -179,6 +201,37 @@ def _diff(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(out)
     return 0
+
+
+def _record(args: argparse.Namespace) -> int:
+    """Exit code: the program's own; 2 for a bad command line or a missing torch."""
+    if (args.steps is not None and args.steps < 1) or args.wait < 0:
+        print("brrr-trace: --steps must be at least 1 and --wait at least 0", file=sys.stderr)
+        return 2
+    if args.wait and args.steps is None:
+        print("brrr-trace: --wait needs --steps", file=sys.stderr)
+        return 2
+    from brrr_trace.record import UsageError, parse_program, run_program
+
+    try:
+        parse_program(args.program)
+        import torch  # noqa: F401
+    except UsageError as error:
+        print(f"brrr-trace record: {error}", file=sys.stderr)
+        return 2
+    except ImportError:
+        print(
+            "brrr-trace record: PyTorch is not installed in this environment (pip install torch)",
+            file=sys.stderr,
+        )
+        return 2
+    return run_program(
+        args.program,
+        path=args.output,
+        steps=args.steps,
+        wait=args.wait,
+        exact_ops=args.exact_ops,
+    )
 
 
 class _BarProgress:
