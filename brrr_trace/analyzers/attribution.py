@@ -343,7 +343,8 @@ def _compiled_frames(trace: Trace, user: np.ndarray) -> np.ndarray:
     """User frames that torch.compile ran as a graph: their statements never ran one by one.
 
     Dynamo enters the original frame from its own eval-frame wrapper; time inside belongs to the
-    line that called the compiled function, so such frames are skipped over.
+    line that called the compiled function, so such frames are skipped over. Only frames inside
+    a compiler frame can be one, so only those are looked at.
     """
     frames = trace.frames
     out = np.zeros(len(frames), dtype=bool)
@@ -351,14 +352,25 @@ def _compiled_frames(trace: Trace, user: np.ndarray) -> np.ndarray:
     compiler = is_compiler[frames.name] if len(frames) else out
     if not compiler.any() or not user.any():
         return out
-    rows = np.flatnonzero(compiler)
-    index = Innermost(frames.thread[~user], frames.start_ns[~user], frames.end_ns[~user])
-    other_rows = np.flatnonzero(~user)
-    candidates = np.flatnonzero(user)
+    # Frames lying inside a compiler frame of their thread (sweep over each thread's windows).
+    inside = np.zeros(len(frames), dtype=bool)
+    for h in np.unique(frames.thread[compiler]).tolist():
+        on = np.flatnonzero(frames.thread == h)
+        win = on[compiler[on]]
+        order = np.argsort(frames.start_ns[win])
+        w_start = frames.start_ns[win][order]
+        w_reach = np.maximum.accumulate(frames.end_ns[win][order])
+        k = np.searchsorted(w_start, frames.start_ns[on], side="right") - 1
+        ok = k >= 0
+        inside[on[ok]] = frames.end_ns[on[ok]] <= w_reach[k[ok]]
+    candidates = np.flatnonzero(user & inside)
+    if not len(candidates):
+        return out
+    others = np.flatnonzero(~user & inside | compiler)
+    index = Innermost(frames.thread[others], frames.start_ns[others], frames.end_ns[others])
     parent = index.at_many(frames.thread[candidates], frames.start_ns[candidates])
     found = parent != NONE
-    parent_rows = other_rows[parent[found]]
-    out[candidates[found]] = np.isin(parent_rows, rows)
+    out[candidates[found]] = compiler[others[parent[found]]]
     return out
 
 

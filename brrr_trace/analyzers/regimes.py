@@ -95,52 +95,68 @@ def classify_ops(
         carrier[order[first]] = True
     values = _ValueCache(trace)
     costs: dict[tuple[int, int, int, int, str | None], OpCost] = {}
+    # Kernels repeat: the verdict depends only on the name, the op's inputs and the byte count.
+    verdicts: dict[tuple[Any, ...], tuple[int, float, float, float, float]] = {}
+    nan = float("nan")
+    names = gpu.name.tolist()
     for row in range(n):
         kind = _KINDS[op_kind[row]]
-        name = strings[gpu.name[row]]
-        cost = UNKNOWN_COST
+        name_id = names[row]
+        op = int(ops.cpu_op[row]) if carrier[row] else NONE
         if kind == KernelKind.MEMCPY:
-            nb = int(gpu.nbytes[row])
-            cost = memcpy_cost(name, nb if nb >= 0 else None)
-        elif carrier[row]:
-            op = int(ops.cpu_op[row])
-            dtype_hint = kernel_dtype(name)
+            key: tuple[Any, ...] = (name_id, int(gpu.nbytes[row]))
+        elif op != NONE:
             key = (
+                name_id,
                 int(cpu.name[op]),
                 int(cpu.input_dims[op]),
                 int(cpu.input_types[op]),
                 int(cpu.concrete_inputs[op]),
-                dtype_hint,
             )
-            cost = costs.get(key) or costs.setdefault(
-                key,
-                op_cost(
-                    strings[key[0]],
-                    values.get(key[1]),
-                    values.get(key[2]),
-                    values.get(key[3]),
-                    list_dtype=dtype_hint,
-                ),
+        elif kind == KernelKind.ELEMENTWISE:
+            key = (name_id, *gpu.grid[row].tolist(), *gpu.block[row].tolist())
+        else:
+            key = (name_id,)
+        verdict = verdicts.get(key)
+        if verdict is None:
+            name = strings[name_id]
+            cost = UNKNOWN_COST
+            if kind == KernelKind.MEMCPY:
+                nb = int(gpu.nbytes[row])
+                cost = memcpy_cost(name, nb if nb >= 0 else None)
+            elif op != NONE:
+                dtype_hint = kernel_dtype(name)
+                op_key = (key[1], key[2], key[3], key[4], dtype_hint)
+                cost = costs.get(op_key) or costs.setdefault(
+                    op_key,
+                    op_cost(
+                        strings[key[1]],
+                        values.get(key[2]),
+                        values.get(key[3]),
+                        values.get(key[4]),
+                        list_dtype=dtype_hint,
+                    ),
+                )
+            if cost.flops is None and cost.bytes is None and kind == KernelKind.ELEMENTWISE:
+                cost = kernel_cost_from_launch(
+                    name, gpu.grid[row].tolist(), gpu.block[row].tolist()
+                )
+            dtype = cost.dtype or kernel_dtype(name)
+            fps = bps = None
+            if peak is not None:
+                fps, bps = ceilings(
+                    peak, kind, dtype, is_tf32_kernel(name), host_link=is_host_copy(name)
+                )
+            regime_of, used_ridge = classify(cost.flops, cost.bytes, fps, bps, kind)
+            bound = roofline_seconds(cost.flops, cost.bytes, fps, bps)
+            verdict = verdicts[key] = (
+                REGIMES.index(regime_of),
+                nan if cost.flops is None else float(cost.flops),
+                nan if cost.bytes is None else float(cost.bytes),
+                nan if bound is None else bound,
+                nan if used_ridge is None else used_ridge,
             )
-        if cost.flops is None and cost.bytes is None and kind == KernelKind.ELEMENTWISE:
-            cost = kernel_cost_from_launch(name, gpu.grid[row].tolist(), gpu.block[row].tolist())
-        dtype = cost.dtype or kernel_dtype(name)
-        fps = bps = None
-        if peak is not None:
-            fps, bps = ceilings(
-                peak, kind, dtype, is_tf32_kernel(name), host_link=is_host_copy(name)
-            )
-        verdict, used_ridge = classify(cost.flops, cost.bytes, fps, bps, kind)
-        regime[row] = REGIMES.index(verdict)
-        if cost.flops is not None:
-            flops[row] = cost.flops
-        if cost.bytes is not None:
-            nbytes[row] = cost.bytes
-        bound = roofline_seconds(cost.flops, cost.bytes, fps, bps)
-        if bound is not None:
-            roof[row] = bound
-        if used_ridge is not None:
-            ridge[row] = used_ridge
+        regime[row], flops[row], nbytes[row], roof[row], ridge[row] = verdict
     tiny = (duration < options.tiny_kernel_ns) & (gpu.kind != GPU_MEMCPY)
     regime[tiny] = REGIMES.index(Regime.OVERHEAD)
     return OpClasses(_KINDS, op_kind, regime, flops, nbytes, roof, ridge)

@@ -21,7 +21,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any, Literal
 
@@ -392,6 +392,7 @@ _NAME_RULES: tuple[tuple[KernelKind, re.Pattern[str]], ...] = (
 )
 
 
+@lru_cache(maxsize=65536)  # a trace repeats a few thousand kernel names
 def kernel_kind(name: str) -> KernelKind:
     """What a GPU activity does, from its (demangled or mangled) name alone.
 
@@ -429,6 +430,7 @@ def kernel_kind(name: str) -> KernelKind:
 _TF32_SIMT_OR_HALF = _rx(r"bf16|(?<![a-z0-9])f16|fp16|half|h1688|h884|h16816")
 
 
+@lru_cache(maxsize=65536)  # a trace repeats a few thousand kernel names
 def is_tf32_kernel(name: str) -> bool:
     """Whether an FP32 GEMM/conv kernel runs on tensor cores in TF32 (reference §6).
 
@@ -474,6 +476,7 @@ def _strip_params(name: str) -> str:
     return s
 
 
+@lru_cache(maxsize=65536)  # a trace repeats a few thousand kernel names
 def kernel_dtype(name: str) -> str | None:
     """The data type a kernel computes in, read from its name (template args, cuBLAS codes).
 
@@ -496,6 +499,7 @@ def kernel_dtype(name: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=65536)  # a trace repeats a few thousand kernel names
 def is_host_copy(name: str) -> bool:
     """Whether a memcpy crosses the host link (HtoD, DtoH, pageable/pinned host memory)."""
     if not isinstance(name, str):
