@@ -231,30 +231,29 @@ class Locator:
         starts, ends, rows, is_frame = self._events_of(thread)
         lo = int(np.searchsorted(starts, s, side="left"))
         hi = int(np.searchsorted(starts, e, side="right"))
-        child_start: list[int] = []
-        child_end: list[int] = []
-        exact: list[int | None] = []
-        seen: list[Observed] = []
-        reach = s
+        keep = np.ones(hi - lo, dtype=bool)
+        keep &= ~(is_frame[lo:hi] & (rows[lo:hi] == row))
+        keep &= ends[lo:hi] <= e
+        idx = np.arange(lo, hi)[keep]
+        # A child starts at or after the end of everything before it: nested events do not.
+        reach = np.maximum.accumulate(ends[idx]) if len(idx) else ends[idx]
+        prior = np.concatenate(([s], reach[:-1])) if len(idx) else reach
+        idx = idx[starts[idx] >= np.maximum(prior, s)]
         names = self.trace.strings
-        for k in range(lo, hi):
-            cs, ce = int(starts[k]), int(ends[k])
-            if is_frame[k] and int(rows[k]) == row:
-                continue
-            if cs < reach or ce > e:
-                continue
-            reach = max(ce, cs + 1) if ce > cs else cs
+        seen: list[Observed] = []
+        exact: list[int | None] = []
+        for k in idx.tolist():
             event = int(rows[k])
-            name_id = int(frames.name[event]) if is_frame[k] else int(cpu.name[event])
-            key = (name_id, bool(is_frame[k]))
-            observed = self._observed.get(key)
+            frame = bool(is_frame[k])
+            name_id = int(frames.name[event]) if frame else int(cpu.name[event])
+            observed = self._observed.get((name_id, frame))
             if observed is None:
-                observed = self._observed[key] = observe(names[name_id], bool(is_frame[k]))
-            call_line = int(frames.call_line[event]) if is_frame[k] else NONE
-            child_start.append(cs)
-            child_end.append(ce)
+                observed = self._observed[(name_id, frame)] = observe(names[name_id], frame)
+            call_line = int(frames.call_line[event]) if frame else NONE
             seen.append(observed)
             exact.append(call_line if call_line > 0 else None)
+        child_start = starts[idx]
+        child_end = ends[idx]
         aligned: tuple[int | None, ...] = (None,) * len(seen)
         if body is not None:
             memo_key = (id(body), tuple(seen), tuple(exact))
@@ -262,12 +261,7 @@ class Locator:
             if found is None:
                 found = self._alignments[memo_key] = align(body, tuple(seen), tuple(exact))
             aligned = found
-        result = _Children(
-            np.asarray(child_start, dtype=np.int64),
-            np.asarray(child_end, dtype=np.int64),
-            tuple(exact),
-            aligned,
-        )
+        result = _Children(child_start, child_end, tuple(exact), aligned)
         self._children[row] = result
         return result
 
