@@ -48,7 +48,10 @@ class PathMapper:
         if os.path.isabs(normalized) and os.path.isfile(normalized):
             return normalized
         parts = normalized.split("/")
-        candidates = self._by_name.get(parts[-1], [])
+        # One file reached through a link is one candidate, not a tie.
+        candidates = list(
+            {os.path.realpath(c): c for c in self._by_name.get(parts[-1], [])}.values()
+        )
         best, best_len, tie = None, 0, False
         for candidate in candidates:
             cparts = candidate.replace("\\", "/").split("/")

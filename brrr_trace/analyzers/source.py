@@ -12,6 +12,7 @@ an event that matches nothing takes the line of its neighbours when they agree, 
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -64,6 +65,7 @@ _GENERIC_WRAPPERS = frozenset(
         "compile_wrapper",
     }
 )
+_CONSTRUCTION = frozenset({"__init__", "__new__", "__post_init__"})
 _ITERATION = frozenset({"__iter__", "__next__", "iter", "next", "_next_data"})
 
 _BUILTIN = re.compile(r"^<built-in (?:method|function) ([\w.]+)")
@@ -112,6 +114,8 @@ class Slot:
         if self.call is not None:
             if seen.name == self.call or seen.name == self.call + "_":
                 return 2
+            if seen.name in _CONSTRUCTION and self.call[:1].isupper():
+                return 2
             if seen.is_frame and seen.name in _GENERIC_WRAPPERS:
                 return 1
             if seen.name == MODULE and self.module_call:
@@ -152,8 +156,8 @@ class _Flattener:
                 self.expr(deco, stmt.lineno)
             return  # a nested def runs in its own frame
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self.expr(stmt.iter, stmt.lineno)  # evaluated once, before the loop
             start = len(self.slots)
-            self.expr(stmt.iter, stmt.lineno)
             self.slots.append(Slot(stmt.lineno, iteration=True))
             self.statements(stmt.body)
             self.loops.append((start, len(self.slots)))
@@ -206,11 +210,24 @@ class _Flattener:
 
     def expr(self, node: ast.expr, line: int, store: bool = False) -> None:
         """Post-order walk: operands are evaluated before the operation that uses them."""
-        if isinstance(
-            node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-        ):
-            # Comprehensions and lambdas run in their own frames (on the same line).
+        if isinstance(node, ast.Lambda):
+            self.slots.append(Slot(line, call="<lambda>"))  # runs in its own frame when called
+            return
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            # Python <= 3.11 runs a comprehension in a frame of its own; 3.12 inlines it, so its
+            # body is also laid out here, as a loop.
             self.slots.append(Slot(line, call=_comprehension_name(node)))
+            for generator in node.generators:
+                self.expr(generator.iter, line)
+            start = len(self.slots)
+            for generator in node.generators:
+                for condition in generator.ifs:
+                    self.expr(condition, line)
+            parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            for part in parts:
+                self.expr(part, line)
+            if len(self.slots) > start:
+                self.loops.append((start, len(self.slots)))
             return
         if isinstance(node, ast.Call):
             self.expr(node.func.value if isinstance(node.func, ast.Attribute) else node.func, line)
@@ -256,12 +273,19 @@ def _comprehension_name(node: ast.expr) -> str:
     }[type(node)]
 
 
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
 def _callee(func: ast.expr) -> tuple[str | None, bool]:
+    """The called name, and whether the callee may be an ``nn.Module`` (``model(x)``,
+    ``self.fc(x)``, ``self.blocks[0](x)``), as opposed to a method like ``opt.zero_grad()``."""
     if isinstance(func, ast.Attribute):
-        receiver_is_self = isinstance(func.value, ast.Name) and func.value.id == "self"
-        return func.attr, receiver_is_self or func.attr[:1].islower()
+        root = func.value
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        return func.attr, isinstance(root, ast.Name) and root.id == "self"
     if isinstance(func, ast.Name):
-        return func.id, True
+        return func.id, func.id not in _BUILTIN_NAMES
     return None, True
 
 
