@@ -40,6 +40,10 @@ class AnalysisOptions:
     # of the span.
     min_savings_ns: int = 50_000
     min_savings_share: float = 0.005
+    # A finding is a warning when its saving is at least this share of the span, information
+    # above the second share, a hint below.
+    warning_share: float = 0.1
+    information_share: float = 0.02
     many_kernels: int = 20  # "many" kernels on a line or in an optimizer step
     short_kernel_ns: int = 10_000  # median kernel below this: launch-bound territory
     small_grid_min_ns: int = 20_000  # a kernel worth filling the GPU for

@@ -167,7 +167,8 @@ def analyze_loaded(
         )
     lines.sort(key=lambda r: (-r.total_ns, r.file, r.line))
     findings = tuple(
-        _finding(raw, locator.lines[raw.line_id], mapper, context.span_ns) for raw in raw_findings
+        _finding(raw, locator.lines[raw.line_id], mapper, context.span_ns, options)
+        for raw in raw_findings
     )
 
     dev = next((d for d in timeline.devices if d.device == device), None)
@@ -229,9 +230,17 @@ def _kind_of(classes, trace: Trace, name: int) -> int:  # type: ignore[no-untype
     return int(classes.op_kind[rows[0]]) if len(rows) else len(classes.kind) - 1
 
 
-def _finding(raw: RawFinding, key: LineKey, mapper: PathMapper, span_ns: int) -> Finding:
+def _finding(
+    raw: RawFinding, key: LineKey, mapper: PathMapper, span_ns: int, options: AnalysisOptions
+) -> Finding:
     share = raw.est_savings_ns / span_ns if span_ns else 0.0
-    severity = "warning" if share >= 0.1 else "information" if share >= 0.02 else "hint"
+    severity = (
+        "warning"
+        if share >= options.warning_share
+        else "information"
+        if share >= options.information_share
+        else "hint"
+    )
     return Finding(
         rule=raw.rule,
         severity=severity,

@@ -1,0 +1,50 @@
+"""The brrr-trace language server (pygls): ``brrr-trace serve`` / ``python -m brrr_trace serve``.
+
+Modules by role: ``app`` (the server and its handlers), ``settings`` (what clients may set),
+``state`` (trace files, the analysis process, the immutable snapshot), ``source`` (the syntax of
+a document), ``actions`` (mechanical fixes), ``convert`` (Report -> LSP types and all wording),
+``logging`` (stderr and window/logMessage). Nothing else in the package imports this one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from brrr_trace.server.state import AnalyzeFn
+
+
+def serve(
+    tcp_port: int | None = None,
+    host: str = "127.0.0.1",
+    verbose: int = 0,
+    analyze: AnalyzeFn | None = None,
+) -> int:
+    """Run the server on stdio (or on a TCP port, for debugging) until the client leaves.
+
+    ``analyze`` replaces ``pipeline.analyze`` (tests use it); it runs in a spawned process, so
+    it must be a module-level function.
+    """
+    lsp_out = None
+    if tcp_port is None:
+        # stdout carries LSP frames only. Keep a private copy of it for pygls and point file
+        # descriptor 1 at stderr, so a stray print, a C library or a child process that writes
+        # to "stdout" lands in the log instead of corrupting the protocol.
+        lsp_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+        sys.stdout.flush()
+        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+        sys.stdout = sys.stderr
+
+    from brrr_trace.server.app import create_server
+    from brrr_trace.server.logging import configure_stderr
+    from brrr_trace.server.state import default_analyze
+
+    configure_stderr(verbose)
+    server = create_server(analyze or default_analyze)
+    if tcp_port is not None:
+        server.start_tcp(host, tcp_port)
+    else:
+        server.start_io(sys.stdin.buffer, lsp_out)
+    return 0

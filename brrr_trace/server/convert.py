@@ -1,0 +1,467 @@
+"""Report -> LSP types, and every sentence and number the server shows to a person.
+
+The only module of the server that formats for people. Positions arrive as 1-based lines and
+code-point chars (see ``source.py``) and leave as LSP positions: 0-based lines, and characters in
+the client's units (UTF-16 unless the client chose UTF-8 or UTF-32), through pygls' codec.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from lsprotocol import types as t
+
+from brrr_trace.render.text import fmt_time
+from brrr_trace.report import Finding, LineReport, Report
+from brrr_trace.server.actions import Edit, Fix
+from brrr_trace.server.settings import Settings
+from brrr_trace.server.source import FunctionSpan, SourceIndex
+from brrr_trace.vocabulary import IdleCause, Precision, Regime
+
+SOURCE = "brrr-trace"
+CMD_SHOW_FIX = "brrr-trace.showFix"
+CMD_SHOW_FUNCTION = "brrr-trace.showFunction"
+
+_PRECISION_NOTE = {
+    Precision.EXACT: "exact: the trace records this call-site line",
+    Precision.RECOVERED: (
+        "recovered: the trace names only the function; the line was found by aligning its ops "
+        "with the statements of the function body"
+    ),
+    Precision.FUNCTION: (
+        "function: only the function is known, so its whole cost is shown on its first line"
+    ),
+}
+_MAX_KERNEL_NAME = 72
+
+
+# --- positions --------------------------------------------------------------------------------
+
+
+class Positions:
+    """Turns (1-based line, code-point char) into LSP positions in the client's units."""
+
+    def __init__(self, index: SourceIndex, codec: Any) -> None:
+        self.index = index
+        self.codec = codec
+
+    def at(self, line: int, char: int) -> t.Position:
+        text = self.index.line_text(line) or ""
+        return t.Position(line - 1, self.codec.client_num_units(text[:char]))
+
+    def end_of_line(self, line: int) -> t.Position:
+        return t.Position(line - 1, self.codec.client_num_units(self.index.line_text(line) or ""))
+
+    def range(self, line: int, char: int, end_line: int, end_char: int) -> t.Range:
+        return t.Range(self.at(line, char), self.at(end_line, end_char))
+
+
+# --- numbers as words -------------------------------------------------------------------------
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "–"
+
+
+def _rate_tflops(value: float) -> str:
+    return f"{value:.0f} TFLOP/s" if value >= 10 else f"{value:.1f} TFLOP/s"
+
+
+def _rate_gbps(value: float) -> str:
+    return f"{value / 1000:.2f} TB/s" if value >= 1000 else f"{value:.0f} GB/s"
+
+
+def short_kernel_name(name: str) -> str:
+    """``void at::native::reduce_kernel<512, 1, ...>(...)`` -> ``at::native::reduce_kernel``."""
+    text = name.strip()
+    if "::" not in text and "<" not in text:
+        return text if len(text) <= _MAX_KERNEL_NAME else text[: _MAX_KERNEL_NAME - 1] + "…"
+    text = re.sub(r"^(void|__global__)\s+", "", text)
+    cut = len(text)
+    for mark in ("<", "("):
+        at = text.find(mark)
+        if 0 < at < cut:
+            cut = at
+    text = text[:cut].strip() or name
+    return text if len(text) <= _MAX_KERNEL_NAME else text[: _MAX_KERNEL_NAME - 1] + "…"
+
+
+def _dominant_idle(line: LineReport) -> tuple[IdleCause, int] | None:
+    causes = [(ns, cause) for cause, ns in line.idle_by_cause_ns.items() if ns > 0]
+    if not causes:
+        return None
+    ns, cause = max(causes, key=lambda item: (item[0], -list(IdleCause).index(item[1])))
+    return cause, ns
+
+
+# --- inlay hints ------------------------------------------------------------------------------
+
+
+def hint_label(line: LineReport) -> str:
+    """``⏱ 16.3 ms · compute-bound · 808 TFLOP/s (82%)``: time, regime, and its best evidence."""
+    parts = [f"⏱ {fmt_time(line.total_ns)}", f"{line.regime}-bound"]
+    peak = f" ({100 * line.peak_fraction:.0f}%)" if line.peak_fraction is not None else ""
+    if line.regime == Regime.COMPUTE and line.achieved_tflops is not None:
+        parts.append(_rate_tflops(line.achieved_tflops) + peak)
+    elif line.regime == Regime.MEMORY and line.achieved_gbps is not None:
+        parts.append(_rate_gbps(line.achieved_gbps) + peak)
+    elif line.regime == Regime.OVERHEAD and (idle := _dominant_idle(line)) is not None:
+        parts.append(f"{idle[0]} idle {fmt_time(idle[1])}")
+    return " · ".join(parts)
+
+
+def hint_tooltip(line: LineReport, span_ns: int) -> str:
+    return (
+        f"{_pct(line.total_ns, span_ns)} of the profiled GPU span: GPU {fmt_time(line.gpu_ns)} in "
+        f"{line.kernels} kernel{'s' if line.kernels != 1 else ''}, idle charged here "
+        f"{fmt_time(line.idle_ns)} ({line.precision} line). Hover for the evidence."
+    )
+
+
+def inlay_hints(
+    lines: Iterable[LineReport], span_ns: int, threshold: float, positions: Positions
+) -> list[t.InlayHint]:
+    """One hint at the end of each line's text, for lines at or above ``threshold`` of the span."""
+    hints = []
+    for line in lines:
+        if span_ns <= 0 or line.total_ns < threshold * span_ns or line.total_ns <= 0:
+            continue
+        if positions.index.line_text(line.line) is None:
+            continue  # the document is shorter than the trace says: edited since recording
+        hints.append(
+            t.InlayHint(
+                position=positions.end_of_line(line.line),
+                label=hint_label(line),
+                tooltip=hint_tooltip(line, span_ns),
+                padding_left=True,
+            )
+        )
+    return hints
+
+
+# --- hover ------------------------------------------------------------------------------------
+
+
+def _device_line(report: Report) -> tuple[str, dict[str, Any] | None]:
+    device = report.trace.devices[0] if report.trace.devices else None
+    if device is None:
+        return "unknown GPU", None
+    return device.name or "unknown GPU", device.peak
+
+
+def hover_markdown(
+    line: LineReport, report: Report, span_ns: int, findings: Sequence[Finding], trace_name: str
+) -> str:
+    out = [
+        f"**brrr-trace** · `{line.function}` line {line.line} · **{line.regime}-bound** · "
+        f"**{fmt_time(line.total_ns)}** ({_pct(line.total_ns, span_ns)} of the GPU span)",
+        "",
+        "| regime | time | share of the line |",
+        "| :-- | --: | --: |",
+    ]
+    for regime in Regime:
+        ns = line.time_by_regime_ns.get(regime, 0)
+        out.append(f"| {regime} | {fmt_time(ns)} | {_pct(ns, line.total_ns)} |")
+    out.append("")
+    idle = [(c, ns) for c, ns in line.idle_by_cause_ns.items() if ns > 0]
+    idle_text = ", ".join(f"{cause} {fmt_time(ns)}" for cause, ns in idle)
+    out.append(
+        f"GPU busy {fmt_time(line.gpu_ns)} in {line.kernels} kernel"
+        f"{'s' if line.kernels != 1 else ''} · GPU idle charged here {fmt_time(line.idle_ns)}"
+        + (f" ({idle_text})" if idle_text else "")
+        + (
+            f", of which about {fmt_time(line.profiler_overhead_ns)} is the profiler's own cost"
+            if line.profiler_overhead_ns
+            else ""
+        )
+        + f" · CPU {fmt_time(line.cpu_ns)}"
+        + (f" · backward {fmt_time(line.backward_gpu_ns)}" if line.backward_gpu_ns else "")
+    )
+    if line.top_kernels:
+        out += ["", "**Kernels**", ""]
+        for kernel in line.top_kernels:
+            out.append(
+                f"- `{short_kernel_name(kernel.name)}` ({kernel.kind}) ×{kernel.count} — "
+                f"{fmt_time(kernel.total_ns)}"
+            )
+    out += ["", _roofline_text(line, report)]
+    if findings:
+        out += ["", "**Findings**", ""]
+        for finding in findings:
+            out.append(
+                f"- `{finding.rule}` (saves ~{fmt_time(finding.est_savings_ns)}): "
+                f"{finding.message} *Fix:* {finding.fix}"
+            )
+    out += ["", f"*Line {_PRECISION_NOTE.get(line.precision, str(line.precision))}.*"]
+    out.append(f"*Trace: {trace_name}*")
+    return "\n".join(out)
+
+
+def _roofline_text(line: LineReport, report: Report) -> str:
+    device, peak = _device_line(report)
+    rates = []
+    if line.achieved_tflops is not None:
+        rates.append(f"{_rate_tflops(line.achieved_tflops)} achieved")
+    if line.achieved_gbps is not None:
+        hbm = peak.get("hbm_gbps") if peak else None
+        of_hbm = f" (HBM peak {_rate_gbps(hbm)})" if isinstance(hbm, (int, float)) else ""
+        rates.append(f"{_rate_gbps(line.achieved_gbps)} achieved{of_hbm}")
+    if line.peak_fraction is not None:
+        rates.append(f"{100 * line.peak_fraction:.0f}% of the roofline")
+    if line.intensity is not None:
+        ridge = f" (ridge {line.ridge:.0f})" if line.ridge is not None else ""
+        rates.append(f"intensity {line.intensity:.1f} FLOP/byte{ridge}")
+    if not rates:
+        return (
+            f"**Roofline** ({device}): no FLOP or byte counts for this line's kernels, "
+            "so achieved rates are not known."
+        )
+    return f"**Roofline** ({device}): " + " · ".join(rates)
+
+
+def function_markdown(
+    function: FunctionSpan, lines: Sequence[LineReport], span_ns: int, trace_name: str
+) -> str:
+    total = sum(line.total_ns for line in lines)
+    out = [
+        f"**brrr-trace** · `{function.qualname}` · **{fmt_time(total)}** "
+        f"({_pct(total, span_ns)} of the GPU span) · {regime_mix(lines)}",
+        "",
+        "| line | regime | time |",
+        "| --: | :-- | --: |",
+    ]
+    for line in sorted(lines, key=lambda r: -r.total_ns):
+        out.append(f"| {line.line} | {line.regime} | {fmt_time(line.total_ns)} |")
+    out += ["", f"*Trace: {trace_name}*"]
+    return "\n".join(out)
+
+
+def hover(markdown: str, positions: Positions, line: int) -> t.Hover:
+    start, end = positions.index.code_span(line)
+    return t.Hover(
+        contents=t.MarkupContent(kind=t.MarkupKind.Markdown, value=markdown),
+        range=positions.range(line, start, line, end),
+    )
+
+
+# --- code lenses ------------------------------------------------------------------------------
+
+
+def regime_mix(lines: Iterable[LineReport]) -> str:
+    totals = dict.fromkeys(Regime, 0)
+    for line in lines:
+        for regime, ns in line.time_by_regime_ns.items():
+            totals[regime] += ns
+    whole = sum(totals.values())
+    if not whole:
+        return "no GPU time"
+    return " · ".join(f"{r} {100 * ns / whole:.0f}%" for r, ns in totals.items() if ns > 0)
+
+
+def code_lens(
+    function: FunctionSpan, lines: Sequence[LineReport], uri: str, positions: Positions
+) -> t.CodeLens:
+    total = sum(line.total_ns for line in lines)
+    title = f"⏱ {fmt_time(total)} in {function.name} · {regime_mix(lines)}"
+    return t.CodeLens(
+        range=positions.range(
+            function.def_line, function.def_char, function.def_line, function.def_char
+        ),
+        command=t.Command(
+            title=title, command=CMD_SHOW_FUNCTION, arguments=[uri, function.def_line]
+        ),
+    )
+
+
+# --- diagnostics ------------------------------------------------------------------------------
+
+
+_SEVERITY = {
+    "error": t.DiagnosticSeverity.Error,
+    "warning": t.DiagnosticSeverity.Warning,
+    "information": t.DiagnosticSeverity.Information,
+    "info": t.DiagnosticSeverity.Information,
+    "hint": t.DiagnosticSeverity.Hint,
+}
+
+
+def severity(finding: Finding, span_ns: int, settings: Settings) -> t.DiagnosticSeverity:
+    """By the share of the span the fix would save: the report's words, or the user's cut-offs."""
+    own = _SEVERITY.get(finding.severity.lower())
+    if own is not None and settings.warning_share is None and settings.information_share is None:
+        return own
+    warning, information = settings.severity_shares()
+    share = finding.est_savings_ns / span_ns if span_ns > 0 else 0.0
+    if share >= warning:
+        return t.DiagnosticSeverity.Warning
+    if share >= information:
+        return t.DiagnosticSeverity.Information
+    return t.DiagnosticSeverity.Hint
+
+
+def diagnostic_message(finding: Finding, span_ns: int) -> str:
+    saving = f"est. saving {fmt_time(finding.est_savings_ns)}"
+    if span_ns > 0:
+        saving += f", {_pct(finding.est_savings_ns, span_ns)} of the profiled GPU span"
+    return f"{finding.message.rstrip()} ({saving})"
+
+
+def diagnostic(
+    finding: Finding, span_ns: int, settings: Settings, positions: Positions
+) -> t.Diagnostic | None:
+    if positions.index.line_text(finding.line) is None:
+        return None
+    return t.Diagnostic(
+        range=positions.range(*positions.index.statement_range(finding.line)),
+        message=diagnostic_message(finding, span_ns),
+        severity=severity(finding, span_ns, settings),
+        code=finding.rule,
+        code_description=t.CodeDescription(
+            href=settings.rules_docs_url.replace("{rule}", finding.rule)
+        ),
+        source=SOURCE,
+        data={"rule": finding.rule, "line": finding.line},
+    )
+
+
+# --- code actions -----------------------------------------------------------------------------
+
+
+def _fix_title(fix: Fix) -> str:
+    if fix.rule == "unfused-optimizer":
+        return f"brrr-trace: use {fix.change} in {fix.target}(...)"
+    if fix.rule == "pageable-memcpy":
+        return "brrr-trace: copy from pinned memory with non_blocking=True"
+    if fix.rule == "fp32-matmul":
+        return f"brrr-trace: allow TF32 matmuls ({fix.target})"
+    return f"brrr-trace: fix {fix.rule}"
+
+
+def text_edit(edit: Edit, positions: Positions) -> t.TextEdit:
+    return t.TextEdit(
+        range=positions.range(edit.line, edit.char, edit.end_line, edit.end_char),
+        new_text=edit.text,
+    )
+
+
+def fix_action(
+    fix: Fix, uri: str, diagnostics: list[t.Diagnostic], positions: Positions
+) -> t.CodeAction:
+    return t.CodeAction(
+        title=_fix_title(fix),
+        kind=t.CodeActionKind.QuickFix,
+        diagnostics=diagnostics or None,
+        is_preferred=True,
+        edit=t.WorkspaceEdit(changes={uri: [text_edit(e, positions) for e in fix.edits]}),
+    )
+
+
+def explain_action(finding: Finding, uri: str, diagnostics: list[t.Diagnostic]) -> t.CodeAction:
+    title = f"brrr-trace: how to fix {finding.rule}"
+    arguments = [
+        {
+            "uri": uri,
+            "line": finding.line,
+            "rule": finding.rule,
+            "message": finding.message,
+            "fix": finding.fix,
+            "estSavingsNs": finding.est_savings_ns,
+        }
+    ]
+    return t.CodeAction(
+        title=title,
+        kind=t.CodeActionKind.QuickFix,
+        diagnostics=diagnostics or None,
+        command=t.Command(title=title, command=CMD_SHOW_FIX, arguments=arguments),
+    )
+
+
+def fix_explanation(argument: Any) -> str:
+    """The text ``brrr-trace.showFix`` shows, from the argument ``explain_action`` put in."""
+    if not isinstance(argument, dict):
+        return "brrr-trace: no fix to show."
+    rule, fix = argument.get("rule", "?"), argument.get("fix", "")
+    saving = argument.get("estSavingsNs")
+    where = f" (line {argument['line']})" if isinstance(argument.get("line"), int) else ""
+    text = f"brrr-trace · {rule}{where}: {fix}"
+    if isinstance(saving, int) and saving > 0:
+        text += f" Estimated saving: {fmt_time(saving)}."
+    return text
+
+
+# --- messages ---------------------------------------------------------------------------------
+
+
+def trace_name(path: str) -> str:
+    return os.path.basename(path)
+
+
+def progress_begin(path: str) -> t.WorkDoneProgressBegin:
+    return t.WorkDoneProgressBegin(
+        title="brrr-trace", message=f"loading {trace_name(path)}", percentage=0, cancellable=False
+    )
+
+
+def progress_report(path: str, done: int, total: int) -> t.WorkDoneProgressReport:
+    if total > 0 and done >= total:
+        return t.WorkDoneProgressReport(message=f"analyzing {trace_name(path)}", percentage=99)
+    percent = min(99, int(100 * done / total)) if total > 0 else 0
+    return t.WorkDoneProgressReport(
+        message=f"reading {trace_name(path)} ({percent}%)", percentage=percent
+    )
+
+
+def loaded_summary(path: str, report: Report) -> str:
+    util = report.summary.gpu_utilization
+    busy = f"GPU {100 * util:.0f}% busy" if util is not None else "no GPU activity"
+    return f"{trace_name(path)}: {len(report.lines)} lines, {busy}"
+
+
+def progress_end(message: str) -> t.WorkDoneProgressEnd:
+    return t.WorkDoneProgressEnd(message=message)
+
+
+def load_failed(path: str, error: str, bad_input: bool) -> str:
+    if bad_input:
+        return f"brrr-trace could not read the trace {trace_name(path)}: {error}"
+    return (
+        f"brrr-trace could not analyze the trace {trace_name(path)} ({error}). "
+        "The server keeps running; see its log for details."
+    )
+
+
+def settings_problems(problems: Sequence[str]) -> str:
+    return "brrr-trace: some settings were ignored. " + " ".join(problems)
+
+
+def unmapped_message(path: str, files: Sequence[str], mapped_any: bool) -> str:
+    shown = ", ".join(f"`{f}`" for f in files[:5]) + (" ..." if len(files) > 5 else "")
+    if mapped_any:
+        return (
+            f"brrr-trace: {len(files)} source file(s) in {trace_name(path)} map onto no local "
+            f"file: {shown}."
+        )
+    return (
+        f"brrr-trace: none of the source files in {trace_name(path)} ({shown}) map onto this "
+        "workspace. Set brrr-trace.pathMappings or brrr-trace.sourceRoot."
+    )
+
+
+def no_traces_message(globs: Sequence[str]) -> str:
+    return f"brrr-trace: no trace file matches {', '.join(globs)} in the workspace."
+
+
+def pin_missing_message(path: str) -> str:
+    return f"brrr-trace: the chosen trace {path} does not exist; showing the newest one instead."
+
+
+def report_notes(report: Report) -> list[str]:
+    notes = [f"problem in the trace: {p.kind} ({p.count}): {p.detail}" for p in report.problems]
+    return notes + [f"note: {note}" for note in report.notes]
+
+
+def trace_choice(path: str, active: bool) -> str:
+    return f"{trace_name(path)}{' (active)' if active else ''}"
