@@ -135,39 +135,46 @@ def launch_overhead(ctx: RuleContext) -> Iterator[RawFinding]:
         )
 
 
-def host_sync(ctx: RuleContext) -> Iterator[RawFinding]:
+def _idle_rule(
+    ctx: RuleContext, rule: str, cause: IdleCause, what: str, fix: str
+) -> Iterator[RawFinding]:
+    """A finding per line whose idle of one cause (less the profiler's cost) is worth fixing."""
     for cost in ctx.costs:
-        saving = ctx.idle(cost, IdleCause.SYNC)
+        saving = ctx.idle(cost, cause)
         if not ctx.worth_it(saving):
             continue
-        raw = cost.idle_by_cause.get(IdleCause.SYNC, 0)
+        raw = cost.idle_by_cause.get(cause, 0)
         yield RawFinding(
-            "host-sync",
+            rule,
             cost.line_id,
             saving,
-            f"the host waits for the GPU on this line (.item(), .cpu(), print, synchronize): "
-            f"the queue drains and the GPU idles {_ms(raw)}",
-            "Keep the value on the GPU (accumulate a tensor) and read it once per step or "
-            'every N steps; torch.cuda.set_sync_debug_mode("warn") finds hidden syncs.',
-            {"sync_idle_us": round(raw / 1e3, 1)},
+            what.format(idle=_ms(raw)),
+            fix,
+            {f"{cause}_idle_us": round(raw / 1e3, 1)},
         )
+
+
+def host_sync(ctx: RuleContext) -> Iterator[RawFinding]:
+    return _idle_rule(
+        ctx,
+        "host-sync",
+        IdleCause.SYNC,
+        "the host waits for the GPU on this line (.item(), .cpu(), print, synchronize): the "
+        "queue drains and the GPU idles {idle}",
+        "Keep the value on the GPU (accumulate a tensor) and read it once per step or every N "
+        'steps; torch.cuda.set_sync_debug_mode("warn") finds hidden syncs.',
+    )
 
 
 def dataloader_stall(ctx: RuleContext) -> Iterator[RawFinding]:
-    for cost in ctx.costs:
-        saving = ctx.idle(cost, IdleCause.DATALOADER)
-        if not ctx.worth_it(saving):
-            continue
-        raw = cost.idle_by_cause.get(IdleCause.DATALOADER, 0)
-        yield RawFinding(
-            "dataloader-stall",
-            cost.line_id,
-            saving,
-            f"the GPU idles {_ms(raw)} while the DataLoader produces the next batch",
-            "Load in the background: DataLoader(..., num_workers=4, pin_memory=True, "
-            "persistent_workers=True, prefetch_factor=2).",
-            {"dataloader_idle_us": round(raw / 1e3, 1)},
-        )
+    return _idle_rule(
+        ctx,
+        "dataloader-stall",
+        IdleCause.DATALOADER,
+        "the GPU idles {idle} while the DataLoader produces the next batch",
+        "Load in the background: DataLoader(..., num_workers=4, pin_memory=True, "
+        "persistent_workers=True, prefetch_factor=2).",
+    )
 
 
 def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
