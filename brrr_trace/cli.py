@@ -168,11 +168,15 @@ def _analyze(args: argparse.Namespace) -> int:
             f"({SAMPLE_NAME}, recorded on an NVIDIA H200).",
             file=sys.stderr,
         )
-    if args.output:
-        Path(args.output).write_text(out, encoding="utf-8")
-    else:
-        sys.stdout.write(out)
+    _emit(out, args.output)
     return 0
+
+
+def _emit(text: str, output: str | None) -> None:
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -196,10 +200,7 @@ def _diff(args: argparse.Namespace) -> int:
     else:
         color = args.output is None and sys.stdout.isatty()
         out = render_text.render_diff(result, top=args.top, color=color)
-    if args.output:
-        Path(args.output).write_text(out, encoding="utf-8")
-    else:
-        sys.stdout.write(out)
+    _emit(out, args.output)
     return 0
 
 
