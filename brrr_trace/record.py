@@ -500,6 +500,9 @@ def _metadata_only(torch: Any) -> frozenset[Any]:
     return frozenset(found)
 
 
+_EXAMPLES = os.path.normcase(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", ""))
+
+
 class _UserCode:
     """Is a code object the user's: a real file outside torch, brrr_trace, the standard library,
     site-packages and inductor's cache of generated code? Cached per code object."""
@@ -532,6 +535,8 @@ class _UserCode:
             return False
         for variant in (os.path.abspath(filename), os.path.realpath(filename)):
             path = os.path.normcase(variant)
+            if path.startswith(_EXAMPLES):
+                return True  # brrr_trace/data/: example workloads, user code like any other
             if path.startswith(self.prefixes):
                 return False
             parts = path.split(os.sep)

@@ -44,6 +44,8 @@ CASES = [
     ("unfused-elementwise", "elementwise_chain", 62, "elementwise_chain_compiled"),
     ("manual-attention", "manual_attention", 240, "sdpa_attention"),
     ("unfused-optimizer", "optimizer_foreach_false", 187, "optimizer_fused"),
+    ("cpu-to-device", "cpu_tensor_each_step", 336, "device_tensor_each_step"),
+    ("misaligned-shape", "misaligned_matmul", 357, "bf16_matmul"),
     (
         "misaligned-shape",
         "AMD-AGI-TraceLens/h100__gaunernst_bert-small-uncased__1016001.json.gz",

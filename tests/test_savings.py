@@ -29,6 +29,8 @@ CHECKS = [
     ("dataloader-stall", "dataloader_slow", "dataloader_workers"),
     ("unfused-optimizer", "optimizer_foreach_false", "optimizer_fused"),
     ("manual-attention", "manual_attention", "sdpa_attention"),
+    ("cpu-to-device", "cpu_tensor_each_step", "device_tensor_each_step"),
+    ("misaligned-shape", "misaligned_matmul", "bf16_matmul"),
 ]
 
 

@@ -16,7 +16,7 @@ import msgspec
 import numpy as np
 
 from brrr_trace.analyzers.attribution import Locator, OpAttribution
-from brrr_trace.analyzers.intervals import NONE, Innermost
+from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.regimes import LineCost, OpClasses
 from brrr_trace.analyzers.roofline import GpuPeak, is_tf32_kernel, kernel_dtype
 from brrr_trace.analyzers.timeline import Timeline
@@ -90,7 +90,7 @@ Rule = Callable[[RuleContext], Iterator[RawFinding]]
 # the same idle time twice.
 _SUPERSEDES = {
     "unfused-optimizer": frozenset({"launch-overhead"}),
-    "cpu-to-device": frozenset({"host-sync"}),
+    "cpu-to-device": frozenset({"host-sync", "pageable-memcpy"}),
 }
 
 
@@ -569,8 +569,7 @@ def cpu_to_device(ctx: RuleContext) -> Iterator[RawFinding]:
     cpu = ctx.trace.cpu_ops
     strings = ctx.trace.strings
     gpu = ctx.trace.gpu
-    ops = np.flatnonzero(~cpu.annotation)
-    top = Innermost(cpu.thread[ops], cpu.start_ns[ops], cpu.end_ns[ops])
+    outer = _outermost_ops(ctx.trace)
     for cost in ctx.costs:
         copies = [
             r
@@ -586,15 +585,16 @@ def cpu_to_device(ctx: RuleContext) -> Iterator[RawFinding]:
                 continue
             thread = int(ctx.trace.host_calls.thread[launch])
             t = int(ctx.trace.host_calls.start_ns[launch])
-            # The op that ran just before the copy on this thread, at the same line.
-            before = np.flatnonzero((cpu.thread[ops] == thread) & (cpu.end_ns[ops] <= t))
-            if not len(before):
+            tops = outer.get(thread)
+            if tops is None:
                 continue
-            prev = int(ops[before[-1]])
-            outer = top.at(thread, int(cpu.start_ns[prev]))
-            name = strings[cpu.name[ops[outer]]] if outer != NONE else strings[cpu.name[prev]]
+            # The top-level op that holds the copy (aten::to), and the one just before it.
+            k = int(np.searchsorted(cpu.start_ns[tops], t, side="right")) - 1
+            if k < 1:
+                continue
+            prev = int(tops[k - 1])
             same_line = ctx.locator.line_at(thread, int(cpu.start_ns[prev])) == cost.line_id
-            if name in _FACTORIES and same_line:
+            if strings[cpu.name[prev]] in _FACTORIES and same_line:
                 made_here += 1
         if made_here < 2:
             continue
@@ -611,6 +611,20 @@ def cpu_to_device(ctx: RuleContext) -> Iterator[RawFinding]:
             "once outside the loop.",
             {"copies": made_here},
         )
+
+
+def _outermost_ops(trace: Trace) -> dict[int, np.ndarray]:
+    """Per thread: the rows of ATen ops not nested in another op, in start order."""
+    cpu = trace.cpu_ops
+    out: dict[int, np.ndarray] = {}
+    ops = np.flatnonzero(~cpu.annotation)
+    for h in np.unique(cpu.thread[ops]).tolist():
+        rows = ops[cpu.thread[ops] == h]  # already in start order, outer first
+        reach = np.concatenate(
+            ([np.iinfo(np.int64).min], np.maximum.accumulate(cpu.end_ns[rows])[:-1])
+        )
+        out[h] = rows[cpu.start_ns[rows] >= reach]
+    return out
 
 
 def exposed_communication(ctx: RuleContext) -> Iterator[RawFinding]:
