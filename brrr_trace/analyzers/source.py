@@ -47,7 +47,7 @@ _COMPARE: dict[type, frozenset[str]] = {
     ast.GtE: frozenset({"ge"}),
 }
 _SUBSCRIPT_LOAD = frozenset({"select", "slice", "index", "narrow", "unsqueeze", "view", "alias"})
-_SUBSCRIPT_STORE = _SUBSCRIPT_LOAD | frozenset(
+_SUBSCRIPT_STORE = frozenset(
     {"copy_", "fill_", "index_put_", "masked_fill_", "index_fill_", "masked_scatter_"}
 )
 # Truth tests of tensors (`if t:`, `while t > 0:`) read the value back to the host.
@@ -256,7 +256,11 @@ class _Flattener:
         if isinstance(node, ast.Subscript):
             self.expr(node.value, line)
             self.expr(node.slice, line)
-            self.slots.append(Slot(line, ops=_SUBSCRIPT_STORE if store else _SUBSCRIPT_LOAD))
+            # A store first views the target (select/slice), then writes into it (copy_/fill_);
+            # advanced indexing makes a single index_put_.
+            self.slots.append(Slot(line, ops=_SUBSCRIPT_LOAD))
+            if store:
+                self.slots.append(Slot(line, ops=_SUBSCRIPT_STORE))
             return
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
