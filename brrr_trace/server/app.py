@@ -54,6 +54,9 @@ CMD_SELECT_TRACE = "brrr-trace.selectTrace"
 CMD_LIST_TRACES = "brrr-trace.listTraces"
 CMD_RELOAD = "brrr-trace.reload"
 CMD_STATUS = "brrr-trace.status"
+# Sent whenever a load starts, ends or fails, with the ``brrr-trace.status`` command's answer
+# (the VS Code extension's status bar); clients that do not know it ignore it.
+STATUS_NOTIFICATION = "brrr-trace/status"
 _RESCAN_EVERY_TICKS = 5  # when polling: stat the active trace every tick, walk the folders less
 _SETTLE_S = 0.2  # a trace written less than a second ago is re-read until it stops changing
 
@@ -246,6 +249,7 @@ class BrrrServer(LanguageServer):
                 self.snapshot = None
                 self.publish_diagnostics()
                 self.refresh_client()
+                self.send_status()
             return
         self._told.discard("no-traces")
         active = await self._settled(stat_trace(active.path) or active)
@@ -256,6 +260,7 @@ class BrrrServer(LanguageServer):
         if not force and key in self._failed:
             return
         self.loading = active.path
+        self.send_status()
         token = await self._begin_progress(active.path)
         try:
             report = await AnalysisJob(self.analyze, active.path, options).run(
@@ -293,12 +298,14 @@ class BrrrServer(LanguageServer):
         for uri in list(self.workspace.text_documents):
             self.document_hints(uri)  # ready before the client asks again
         self.refresh_client()
+        self.send_status()
 
     def _load_failed(
         self, key: tuple[Any, ...], path: str, error: str, bad_input: bool, detail: str
     ) -> None:
         """One message per broken version of a trace; the server keeps the last good result."""
         self._failed[key] = error
+        self.loading = None
         self.last_error = convert.load_failed(path, error, bad_input)
         if detail:
             log.error("%s\n%s", self.last_error, detail)
@@ -310,6 +317,7 @@ class BrrrServer(LanguageServer):
                 message=self.last_error,
             )
         )
+        self.send_status()
 
     def _setting_trace(self) -> str | None:
         if not self.settings.trace:
@@ -431,6 +439,24 @@ class BrrrServer(LanguageServer):
                 t.PublishDiagnosticsParams(uri=uri, diagnostics=[])
             )
         self._published = published
+
+    def status(self) -> dict[str, Any]:
+        """What is loaded, loading or broken: ``brrr-trace.status`` and ``brrr-trace/status``."""
+        snapshot = self.snapshot
+        summary = snapshot.report.summary if snapshot else None
+        return {
+            "trace": snapshot.trace.path if snapshot else None,
+            "loading": self.loading,
+            "error": self.last_error,
+            "lines": len(snapshot.report.lines) if snapshot else 0,
+            "findings": len(snapshot.report.findings) if snapshot else 0,
+            "gpuUtilization": summary.gpu_utilization if summary else None,
+            "spanNs": snapshot.span_ns if snapshot else 0,
+            "watching": self.watching,
+        }
+
+    def send_status(self) -> None:
+        self.protocol.notify(STATUS_NOTIFICATION, self.status())
 
     def _norm_uri_path(self, uri: str) -> str:
         path = to_fs_path(uri) or unquote(uri)
@@ -721,18 +747,7 @@ def create_server(analyze: AnalyzeFn = default_analyze) -> BrrrServer:
 
     @server.command(CMD_STATUS)
     def status(ls: BrrrServer, *args: Any) -> dict[str, Any]:
-        snapshot = ls.snapshot
-        summary = snapshot.report.summary if snapshot else None
-        return {
-            "trace": snapshot.trace.path if snapshot else None,
-            "loading": ls.loading,
-            "error": ls.last_error,
-            "lines": len(snapshot.report.lines) if snapshot else 0,
-            "findings": len(snapshot.report.findings) if snapshot else 0,
-            "gpuUtilization": summary.gpu_utilization if summary else None,
-            "spanNs": snapshot.span_ns if snapshot else 0,
-            "watching": ls.watching,
-        }
+        return ls.status()
 
     return server
 
