@@ -427,3 +427,38 @@ def test_rewrite_matches_by_start_and_name_and_reparents(tmp_path: Path) -> None
     assert doc["traceName"] == str(dst)
     assert doc["brrr_record"]["call_lines"] == {"matched": 2, "unmatched": 1, "hidden_events": 1}
     assert any(e["name"] == "aten::mm" for e in doc["traceEvents"])
+
+
+def test_the_analyzer_places_every_operator_statement_exactly(tmp_path: Path) -> None:
+    """The recorded CPU trace, read by the analyzer without the source: each operator statement
+    of the program is found on its own line at `exact` precision."""
+    from brrr_trace.analyzers.attribution import Locator
+    from brrr_trace.analyzers.paths import PathMapper
+    from brrr_trace.options import AnalysisOptions
+    from brrr_trace.traces import load as load_trace
+    from brrr_trace.vocabulary import Precision
+
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM)
+    assert run_cli(tmp_path, "-o", "t.json.gz", "--", "prog.py").returncode == 0
+    trace = load_trace(tmp_path / "t.json.gz").trace
+    locator = Locator(trace, AnalysisOptions(), PathMapper(str(tmp_path / "no-source")))
+    marks = lines_of(PROGRAM)
+    expected = {
+        "aten::matmul": marks["matmul"],
+        "aten::mul": marks["mul_add"],
+        "aten::add": marks["mul_add"],
+        "aten::sin": marks["sin"],
+        "aten::relu": marks["relu"],
+        "aten::sub": marks["loop_sub"],
+    }
+    cpu = trace.cpu_ops
+    seen: dict[str, set[tuple[int, str]]] = {}
+    for row in range(len(cpu)):
+        name = trace.strings[cpu.name[row]]
+        if name in expected:
+            line_id = locator.line_at(int(cpu.thread[row]), int(cpu.start_ns[row]))
+            key = locator.lines[line_id]
+            seen.setdefault(name, set()).add((key.line, str(key.precision)))
+    for name, line in expected.items():
+        assert seen[name] == {(line, str(Precision.EXACT))}, (name, seen.get(name))
