@@ -214,8 +214,17 @@ def analyze_loaded(
             "The trace has no Python stacks, so GPU time cannot be placed on source lines; "
             "record with with_stack=True (or `brrr-trace record`)."
         )
+    unmapped = tuple(sorted({line.file for line in lines if line.path is None}))
+    if unmapped and info.has_python_stacks:
+        shown = ", ".join(unmapped[:3]) + (" …" if len(unmapped) > 3 else "")
+        notes.append(
+            f"{len(unmapped)} source file(s) of the trace were not found under the source root "
+            f"({shown}); their lines stay at the precision the trace alone gives. "
+            "Pass --source-root (or path mappings in the editor)."
+        )
     return Report(
         tool_version=__version__,
+        unmapped_files=unmapped,
         trace=info,
         summary=summary,
         lines=tuple(lines),

@@ -118,4 +118,6 @@ class Report:
     findings: tuple[Finding, ...] = ()
     problems: tuple[ProblemReport, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    # Source files named by lines that map to no local file (DESIGN §5: never guess silently).
+    unmapped_files: tuple[str, ...] = ()
     schema_version: int = SCHEMA_VERSION

@@ -91,6 +91,7 @@ def to_dict(report: Report) -> dict[str, Any]:
             {"kind": p.kind, "count": p.count, "detail": p.detail} for p in report.problems
         ],
         "notes": list(report.notes),
+        "unmapped_files": list(report.unmapped_files),
     }
 
 
