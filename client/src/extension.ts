@@ -1,0 +1,401 @@
+/**
+ * The VS Code side of brrr-trace: start `python -m brrr_trace serve` with vscode-languageclient,
+ * keep a status-bar item, and register four commands. The only module that imports `vscode`;
+ * what it decides is in the modules beside it (tested with `node --test`).
+ */
+import * as readline from 'node:readline';
+import type { Readable } from 'node:stream';
+import * as vscode from 'vscode';
+import {
+  DidChangeConfigurationNotification,
+  ExecuteCommandRequest,
+  LanguageClient,
+  type LanguageClientOptions,
+  RevealOutputChannelOn,
+  type ServerOptions,
+  State,
+} from 'vscode-languageclient/node';
+import {
+  analyzeCommand,
+  type CheckResult,
+  checkInterpreter,
+  checkMessage,
+  describeInterpreter,
+  installCommand,
+  type Interpreter,
+  resolveInterpreter,
+  serverCommand,
+} from './interpreter';
+import {
+  activeInterpreter,
+  onActiveInterpreterChange,
+  PYTHON_EXTENSION_ID,
+  type PythonExtensionApi,
+} from './python';
+import { stderrEntry } from './logs';
+import { reaction, SECTION, serverKeys, settingsPayload, withoutClientKeys } from './settings';
+import {
+  type ClientState,
+  CMD_LIST_TRACES,
+  CMD_OPEN_TRACE,
+  CMD_RESTART,
+  CMD_SELECT_TRACE,
+  CMD_SHOW_LOGS,
+  CMD_SHOW_SUMMARY,
+  CMD_STATUS,
+  parseStatus,
+  STATUS_NOTIFICATION,
+  statusBarView,
+  summaryText,
+} from './status';
+import { parseTraceEntries, tracePicks } from './traces';
+
+let controller: Controller | undefined;
+const RESTART_DELAY_MS = 500;
+
+export function activate(context: vscode.ExtensionContext): void {
+  controller = new Controller(context);
+  context.subscriptions.push(controller);
+  void controller.restart();
+}
+
+export async function deactivate(): Promise<void> {
+  await controller?.stopClient();
+}
+
+function eachLine(input: Readable, handle: (line: string) => void): void {
+  readline.createInterface({ input, crlfDelay: Infinity, terminal: false, historySize: 0 }).on('line', handle);
+}
+
+class Controller implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private interpreter: Interpreter | undefined;
+  private state: ClientState = { kind: 'starting' };
+  private queue: Promise<void> = Promise.resolve();
+  private pythonApi: PythonExtensionApi | undefined;
+  private pythonApiLoaded = false;
+  private readonly keys: string[];
+  private readonly log: vscode.LogOutputChannel;
+  private readonly item: vscode.StatusBarItem;
+  private readonly disposables: vscode.Disposable[] = [];
+  private clientDisposables: vscode.Disposable[] = [];
+  private restartTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(private readonly context: vscode.ExtensionContext) {
+    this.keys = serverKeys(context.extension.packageJSON);
+    this.log = vscode.window.createOutputChannel('brrr-trace', { log: true });
+    this.item = vscode.window.createStatusBarItem('brrr-trace.status', vscode.StatusBarAlignment.Left, 10);
+    this.item.name = 'brrr-trace';
+    this.render();
+    this.item.show();
+    this.disposables.push(
+      this.log,
+      this.item,
+      vscode.commands.registerCommand(CMD_OPEN_TRACE, () => this.openTrace()),
+      vscode.commands.registerCommand(CMD_SHOW_SUMMARY, () => this.showSummary()),
+      vscode.commands.registerCommand(CMD_RESTART, () => this.restart()),
+      vscode.commands.registerCommand(CMD_SHOW_LOGS, () => this.log.show()),
+      vscode.workspace.onDidChangeConfiguration((event) => this.onSettingsChanged(event)),
+      vscode.workspace.onDidGrantWorkspaceTrust(() => this.restart()),
+    );
+  }
+
+  dispose(): void {
+    clearTimeout(this.restartTimer);
+    this.disposables.forEach((d) => d.dispose());
+  }
+
+  /** Stop the server if it runs, then start it again; calls are queued, never interleaved. */
+  restart(): Promise<void> {
+    this.queue = this.queue.then(() => this.start()).catch((error) => {
+      this.log.error(`restarting the server failed: ${error}`);
+    });
+    return this.queue;
+  }
+
+  async stopClient(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    this.clientDisposables.forEach((d) => d.dispose());
+    this.clientDisposables = [];
+    if (client) {
+      try {
+        await client.dispose(2000);
+      } catch (error) {
+        this.log.warn(`stopping the server: ${error}`);
+      }
+    }
+  }
+
+  private async start(): Promise<void> {
+    await this.stopClient();
+    this.setState({ kind: 'starting' });
+    const interpreter = await this.resolveInterpreter();
+    this.interpreter = interpreter;
+    this.log.info(`interpreter: ${describeInterpreter(interpreter)}`);
+    // Run from the extension's own folder, never the workspace: `-m` puts the current folder first
+    // on sys.path, and a workspace's `types.py` or `logging.py` would shadow the standard library.
+    const cwd = this.context.extensionUri.fsPath;
+    const check = await checkInterpreter(interpreter, cwd);
+    const message = checkMessage(interpreter, check);
+    if (!check.ok) {
+      this.log.error(message);
+      this.setState({ kind: 'stopped', reason: message });
+      void this.offerFix(interpreter, check);
+      return;
+    }
+    this.log.info(message);
+
+    const { command, args } = serverCommand(interpreter);
+    const serverOptions: ServerOptions = { command, args, options: { cwd } }; // no transport: stdio
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: 'file', language: 'python' }],
+      outputChannel: this.log,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      stdioOptions: {
+        stdout: (input, channel) => eachLine(input, (line) => channel.info(line)),
+        stderr: (input, channel) => eachLine(input, (line) => {
+          const entry = stderrEntry(line);
+          if (entry) {
+            channel[entry.level](entry.text);
+          }
+        }),
+      },
+      initializationOptions: this.settingsPayload(),
+      middleware: {
+        workspace: {
+          // The server asks for the `brrr-trace` section; it has no use for the client's own keys.
+          configuration: async (params, token, next) => {
+            const answer = await next(params, token);
+            if (!Array.isArray(answer)) {
+              return answer;
+            }
+            return answer.map((value, i) => (params.items[i]?.section === SECTION ? withoutClientKeys(value) : value));
+          },
+        },
+      },
+    };
+    const client = new LanguageClient('brrr-trace', 'brrr-trace', serverOptions, clientOptions);
+    this.clientDisposables.push(
+      client.onNotification(STATUS_NOTIFICATION, (status: unknown) => {
+        if (this.client === client) {
+          this.setState({ kind: 'running', status: parseStatus(status) });
+        }
+      }),
+      client.onDidChangeState((event) => {
+        if (this.client !== client) {
+          return;
+        }
+        if (event.newState === State.Stopped) {
+          this.setState({ kind: 'stopped', reason: 'The brrr-trace language server stopped; see its log.' });
+        } else if (event.newState === State.Running && this.state.kind === 'stopped') {
+          void this.refreshStatus(); // vscode-languageclient restarted a server that had crashed
+        }
+      }),
+    );
+    this.client = client;
+    try {
+      await client.start();
+    } catch (error) {
+      this.log.error(`the language server did not start: ${error}`);
+      this.setState({ kind: 'stopped', reason: `The brrr-trace language server did not start: ${error}` });
+      return;
+    }
+    if (this.state.kind === 'starting') {
+      this.setState({ kind: 'running' });
+    }
+    await this.refreshStatus();
+  }
+
+  private async resolveInterpreter(): Promise<Interpreter> {
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    const trusted = vscode.workspace.isTrusted;
+    const configuration = vscode.workspace.getConfiguration(SECTION, folder?.uri);
+    // Untrusted: only the user's own setting (package.json also declares it restricted).
+    const setting = trusted
+      ? configuration.get<string>('interpreter')
+      : configuration.inspect<string>('interpreter')?.globalValue;
+    let active: string[] | undefined;
+    if (trusted && !setting?.trim()) {
+      active = await activeInterpreter(await this.pythonExtension(), folder?.uri);
+    }
+    return resolveInterpreter({
+      setting,
+      trusted,
+      active,
+      variables: { workspaceFolder: folder?.uri.fsPath, userHome: process.env.HOME ?? process.env.USERPROFILE, env: process.env },
+    });
+  }
+
+  /** The Python extension's API, if that extension is installed (activated on first use). */
+  private async pythonExtension(): Promise<PythonExtensionApi | undefined> {
+    if (this.pythonApiLoaded) {
+      return this.pythonApi;
+    }
+    this.pythonApiLoaded = true;
+    const extension = vscode.extensions.getExtension<PythonExtensionApi>(PYTHON_EXTENSION_ID);
+    if (!extension) {
+      this.log.info('The Python extension is not installed: using brrr-trace.interpreter, else python3.');
+      return undefined;
+    }
+    try {
+      this.pythonApi = extension.isActive ? extension.exports : await extension.activate();
+    } catch (error) {
+      this.log.warn(`The Python extension did not activate: ${error}`);
+      return undefined;
+    }
+    this.disposables.push(...onActiveInterpreterChange(this.pythonApi, () => {
+      if (this.interpreter?.source !== 'setting') {
+        this.log.info("The Python extension's active environment changed: restarting the server.");
+        void this.restart();
+      }
+    }));
+    return this.pythonApi;
+  }
+
+  private settingsPayload(): Record<string, Record<string, unknown>> {
+    const configuration = vscode.workspace.getConfiguration(SECTION);
+    return settingsPayload((key) => configuration.get(key), this.keys);
+  }
+
+  private onSettingsChanged(event: vscode.ConfigurationChangeEvent): void {
+    const what = reaction((key) => event.affectsConfiguration(`${SECTION}.${key}`), this.keys);
+    if (what === 'restart') {
+      // The Settings editor writes as the user types: restart once the typing has stopped.
+      clearTimeout(this.restartTimer);
+      this.restartTimer = setTimeout(() => {
+        this.log.info('brrr-trace.interpreter changed: restarting the server.');
+        void this.restart();
+      }, RESTART_DELAY_MS);
+    } else if (what === 'notify' && this.client?.isRunning()) {
+      void this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: this.settingsPayload() });
+    }
+  }
+
+  private async offerFix(interpreter: Interpreter, check: CheckResult & { ok: false }): Promise<void> {
+    const install = 'Install in Terminal';
+    const copy = 'Copy Install Command';
+    const choose = 'Choose Interpreter';
+    const logs = 'Show Logs';
+    const buttons = check.problem === 'not-installed' ? [install, copy, choose] : [choose, logs];
+    const answer = await vscode.window.showErrorMessage(checkMessage(interpreter, check), ...buttons);
+    const command = installCommand(interpreter);
+    if (answer === install) {
+      const terminal = vscode.window.createTerminal({ name: 'brrr-trace: install' });
+      terminal.show();
+      terminal.sendText(command);
+      const restart = await vscode.window.showInformationMessage(
+        'Restart the brrr-trace server once the installation has finished.', 'Restart Server');
+      if (restart) {
+        await this.restart();
+      }
+    } else if (answer === copy) {
+      await vscode.env.clipboard.writeText(command);
+    } else if (answer === choose) {
+      await vscode.commands.executeCommand('workbench.action.openSettings', `${SECTION}.interpreter`);
+    } else if (answer === logs) {
+      this.log.show();
+    }
+  }
+
+  // --- talking to the server --------------------------------------------------------------------
+
+  /** Run one of the server's commands (`workspace/executeCommand`); undefined when it is not up. */
+  private async serverCommand(command: string, args: unknown[] = []): Promise<unknown> {
+    const client = this.client;
+    if (!client?.isRunning()) {
+      const answer = await vscode.window.showWarningMessage(
+        'The brrr-trace language server is not running.', 'Restart Server', 'Show Logs');
+      if (answer === 'Restart Server') {
+        await this.restart();
+      } else if (answer === 'Show Logs') {
+        this.log.show();
+      }
+      return undefined;
+    }
+    return client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
+  }
+
+  private async refreshStatus(): Promise<void> {
+    const client = this.client;
+    if (!client?.isRunning()) {
+      return;
+    }
+    try {
+      const status = await client.sendRequest(ExecuteCommandRequest.type, { command: CMD_STATUS, arguments: [] });
+      if (this.client === client) {
+        this.setState({ kind: 'running', status: parseStatus(status) });
+      }
+    } catch (error) {
+      this.log.warn(`${CMD_STATUS} failed: ${error}`);
+    }
+  }
+
+  private async openTrace(): Promise<void> {
+    const entries = parseTraceEntries(await this.serverCommand(CMD_LIST_TRACES));
+    if (!this.client) {
+      return;
+    }
+    const relative = (path: string) => vscode.workspace.asRelativePath(path, true);
+    const pick = await vscode.window.showQuickPick(tracePicks(entries, relative), {
+      title: 'brrr-trace: which trace should the editor show?',
+      placeHolder: entries.length ? 'Traces in this workspace, newest first' : 'No trace matches brrr-trace.traces',
+      matchOnDetail: true,
+    });
+    if (!pick) {
+      return;
+    }
+    let path = pick.path;
+    if (path === undefined) {
+      const chosen = await vscode.window.showOpenDialog({
+        canSelectMany: false,
+        openLabel: 'Show this trace',
+        defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
+        filters: { 'PyTorch profiler traces': ['json', 'gz'], 'All files': ['*'] },
+      });
+      path = chosen?.[0]?.fsPath;
+    }
+    if (path !== undefined) {
+      await this.serverCommand(CMD_SELECT_TRACE, [path]);
+    }
+  }
+
+  private async showSummary(): Promise<void> {
+    const answer = await this.serverCommand(CMD_STATUS);
+    if (!this.client) {
+      return;
+    }
+    const status = parseStatus(answer);
+    this.setState({ kind: 'running', status });
+    const report = 'Full Report in Terminal';
+    const open = 'Open Trace…';
+    const buttons = status.trace ? [report, open] : [open];
+    const text = [`brrr-trace: ${summaryText(status)}`, status.error].filter(Boolean).join(' ');
+    const choice = await vscode.window.showInformationMessage(text, ...buttons);
+    if (choice === open) {
+      await this.openTrace();
+    } else if (choice === report && status.trace && this.interpreter) {
+      const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+      const terminal = vscode.window.createTerminal({ name: 'brrr-trace: report', cwd: folder });
+      terminal.show();
+      terminal.sendText(analyzeCommand(this.interpreter, status.trace));
+    }
+  }
+
+  // --- the status-bar item -----------------------------------------------------------------------
+
+  private setState(state: ClientState): void {
+    this.state = state;
+    this.render();
+  }
+
+  private render(): void {
+    const view = statusBarView(this.state);
+    this.item.text = view.text;
+    this.item.tooltip = view.tooltip;
+    this.item.command = view.command;
+    this.item.backgroundColor = view.severity
+      ? new vscode.ThemeColor(`statusBarItem.${view.severity}Background`)
+      : undefined;
+  }
+}

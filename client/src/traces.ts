@@ -1,0 +1,85 @@
+/**
+ * The "Open Trace…" picker: the server's candidates (`brrr-trace.listTraces`), newest first, and
+ * a last entry to browse for any file.
+ *
+ * No `vscode` import: the items are plain `QuickPickItem`-shaped objects.
+ */
+import { basename } from './status';
+
+export interface TraceEntry {
+  path: string;
+  mtimeNs: number;
+  size: number;
+  active: boolean;
+}
+
+export interface TracePick {
+  label: string;
+  description?: string;
+  detail?: string;
+  /** The file to select; undefined for "Browse…". */
+  path?: string;
+}
+
+export const BROWSE_LABEL = '$(folder-opened) Browse…';
+
+/** The server's answer checked entry by entry (anything without a path is dropped). */
+export function parseTraceEntries(value: unknown): TraceEntry[] {
+  if (!Array.isArray(value)) {
+    return [];
+  }
+  return value.flatMap((item): TraceEntry[] => {
+    if (item === null || typeof item !== 'object' || typeof item.path !== 'string') {
+      return [];
+    }
+    return [{
+      path: item.path,
+      mtimeNs: typeof item.mtimeNs === 'number' ? item.mtimeNs : 0,
+      size: typeof item.size === 'number' ? item.size : 0,
+      active: item.active === true,
+    }];
+  });
+}
+
+/** One pick per trace (the active one marked), then "Browse…". `now` is for the ages (ms). */
+export function tracePicks(entries: readonly TraceEntry[], relativeTo: (path: string) => string,
+  now: number = Date.now()): TracePick[] {
+  const picks: TracePick[] = entries.map((entry) => ({
+    label: `${entry.active ? '$(check) ' : ''}${basename(entry.path)}`,
+    description: `${formatSize(entry.size)} · ${formatAge(now - entry.mtimeNs / 1e6)}`,
+    detail: relativeTo(entry.path),
+    path: entry.path,
+  }));
+  picks.push({ label: BROWSE_LABEL, description: 'a .json or .json.gz trace anywhere' });
+  return picks;
+}
+
+export function formatSize(bytes: number): string {
+  if (bytes < 1024) {
+    return `${bytes} B`;
+  }
+  const units = ['KB', 'MB', 'GB', 'TB'];
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
+}
+
+/** `just now`, `5 min ago`, `3 h ago`, `2 days ago`. */
+export function formatAge(ms: number): string {
+  const minutes = Math.floor(Math.max(0, ms) / 60_000);
+  if (minutes < 1) {
+    return 'just now';
+  }
+  if (minutes < 60) {
+    return `${minutes} min ago`;
+  }
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) {
+    return `${hours} h ago`;
+  }
+  return `${Math.floor(hours / 24)} days ago`;
+}
