@@ -44,7 +44,6 @@ __all__ = [
     "load",
 ]
 
-TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz", ".json", ".json.gz")
 
 
 def find_traces(folder: str | os.PathLike[str]) -> list[Path]:
