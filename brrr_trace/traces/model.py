@@ -12,8 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from brrr_trace.vocabulary import KernelKind
-
 NO_ID = -1
 
 
@@ -28,7 +26,7 @@ class Problem:
 
 @dataclass(frozen=True)
 class GpuOps:
-    """Kernels, memcpys and memsets. ``kind`` holds codes of ``GPU_KINDS``."""
+    """Kernels, memcpys and memsets. ``kind`` holds GPU_KERNEL, GPU_MEMCPY or GPU_MEMSET."""
 
     device: np.ndarray
     stream: np.ndarray
@@ -46,7 +44,6 @@ class GpuOps:
         return len(self.start_ns)
 
 
-GPU_KINDS: tuple[KernelKind, ...] = (KernelKind.OTHER, KernelKind.MEMCPY, KernelKind.MEMSET)
 GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET = 0, 1, 2
 
 
