@@ -48,7 +48,7 @@ class Locator:
         self._bodies: dict[int, Body | None] = {}
         self._observed: dict[tuple[int, bool], Observed] = {}
         self._thread_events: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._traced: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._traced: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.lines: list[LineKey] = []
         self._line_ids: dict[tuple[str, int, str], int] = {}
         frames = trace.frames
@@ -268,28 +268,35 @@ class Locator:
     def profiler_cost_between(self, thread: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Estimated time the profiler spent on each thread in [a, b): what it traced there."""
         out = np.zeros(len(a), dtype=np.int64)
-        per_call = self.options.profiler_cost_per_call_ns
-        per_frame = self.options.profiler_cost_per_frame_ns
+        costs = (
+            self.options.profiler_cost_per_frame_ns,
+            self.options.profiler_cost_per_call_ns,
+            self.options.profiler_cost_per_marker_ns,
+        )
         for h in np.unique(thread).tolist():
             if h == NONE:
                 continue
             sel = np.flatnonzero(thread == h)
-            frames, calls = self._traced_starts(int(h))
-            n_frames = np.searchsorted(frames, b[sel]) - np.searchsorted(frames, a[sel])
-            n_calls = np.searchsorted(calls, b[sel]) - np.searchsorted(calls, a[sel])
-            out[sel] = n_frames * per_frame + n_calls * per_call
+            for starts, cost in zip(self._traced_starts(int(h)), costs, strict=True):
+                count = np.searchsorted(starts, b[sel]) - np.searchsorted(starts, a[sel])
+                out[sel] += count * cost
         return np.minimum(out, b - a)
 
-    def _traced_starts(self, thread: int) -> tuple[np.ndarray, np.ndarray]:
+    def _traced_starts(self, thread: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Start times of what the profiler recorded on a thread: Python frames; ATen ops and
+        CUDA API calls; the recorder's ``brrr.line`` annotations."""
         found = self._traced.get(thread)
         if found is None:
             trace = self.trace
+            cpu = trace.cpu_ops
             frames = np.sort(trace.frames.start_ns[trace.frames.thread == thread])
-            ops = trace.cpu_ops.start_ns[
-                (trace.cpu_ops.thread == thread) & ~trace.cpu_ops.annotation
-            ]
+            ops = cpu.start_ns[(cpu.thread == thread) & ~cpu.annotation]
             calls = trace.host_calls.start_ns[trace.host_calls.thread == thread]
-            found = self._traced[thread] = (frames, np.sort(np.concatenate([ops, calls])))
+            markers = np.sort(
+                cpu.start_ns[self._marker_rows][cpu.thread[self._marker_rows] == thread]
+            )
+            found = (frames, np.sort(np.concatenate([ops, calls])), markers)
+            self._traced[thread] = found
         return found
 
     def line_at(self, thread: int, t: int) -> int:
