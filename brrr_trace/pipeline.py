@@ -204,6 +204,11 @@ def analyze_loaded(
     notes = []
     if info.has_python_stacks and summary.gpu_idle_ns:
         notes.append(_INFLATION_NOTE)
+    if len(ranks) > 1:
+        notes.append(
+            f"The folder holds the traces of ranks {list(ranks)}; this report covers rank "
+            f"{trace.rank if trace.rank is not None else ranks[0]} (choose another with --rank)."
+        )
     if len(devices_present) > 1:
         notes.append(
             f"The trace has GPU activity on devices {devices_present}; this report covers device "

@@ -31,3 +31,14 @@ def test_public_trace_gives_a_report_or_one_clear_line(path: Path, capsys, publi
 
 def test_public_folder_exists_or_skips(public_traces: Path) -> None:
     assert FILES, "the public trace folder is present but holds no traces"
+
+
+def test_a_folder_of_rank_traces_reports_the_chosen_rank(public_traces: Path) -> None:
+    from brrr_trace.options import AnalysisOptions
+    from brrr_trace.pipeline import analyze
+
+    folder = public_traces / "facebookresearch-param" / "dlrm_kineto_8ranks"
+    report = analyze(folder, AnalysisOptions(rank=3))
+    assert report.trace.ranks == tuple(range(8))
+    assert "worker3_" in report.trace.path
+    assert any("rank 3" in note for note in report.notes)
