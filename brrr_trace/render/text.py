@@ -62,6 +62,11 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
         )
         if causes:
             console.print(f"Idle by cause: {causes}")
+        if s.profiler_overhead_ns:
+            console.print(
+                f"  of which ~{fmt_time(s.profiler_overhead_ns)} is the profiler's own cost "
+                "(estimated; left out of savings)"
+            )
         regimes = " · ".join(
             f"[{_REGIME_STYLE[r]}]{r}[/] {fmt_time(ns)} ({_pct(ns, span)})"
             for r, ns in s.time_by_regime_ns.items()

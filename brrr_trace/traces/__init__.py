@@ -45,7 +45,6 @@ __all__ = [
 ]
 
 
-
 def find_traces(folder: str | os.PathLike[str]) -> list[Path]:
     """Trace files in a folder (a TensorBoard log dir or a folder of rank traces), sorted."""
     root = Path(folder)
