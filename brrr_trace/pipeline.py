@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +15,7 @@ from brrr_trace.analyzers.attribution import LineKey, Locator, attribute_ops
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.regimes import REGIMES, classify_ops, line_costs
-from brrr_trace.analyzers.roofline import GpuPeak, match_device
+from brrr_trace.analyzers.roofline import GpuPeak, kernel_kind, match_device
 from brrr_trace.analyzers.rules import RawFinding, RuleContext
 from brrr_trace.analyzers.rules import find as find_findings
 from brrr_trace.analyzers.timeline import build_timeline
@@ -77,9 +79,6 @@ def _pick_file(source: Path, options: AnalysisOptions) -> tuple[Path, tuple[int,
 
 def _ranks_by_file(files: list[Path]) -> dict[Path, int]:
     """Rank of each file from ``distributedInfo`` (read from the head of the file)."""
-    import gzip
-    import re
-
     pattern = re.compile(rb'"distributedInfo"\s*:\s*\{[^}]*?"rank"\s*:\s*(\d+)')
     ranks = {}
     for index, file in enumerate(files):
@@ -159,7 +158,7 @@ def analyze_loaded(
                 top_kernels=tuple(
                     KernelStat(
                         name=trace.strings[name],
-                        kind=str(classes.kind[_kind_of(classes, trace, name)]),
+                        kind=str(kernel_kind(trace.strings[name])),
                         count=count,
                         total_ns=total,
                     )
@@ -239,11 +238,6 @@ def analyze_loaded(
         problems=tuple(ProblemReport(p.kind, p.count, p.detail) for p in loaded.problems),
         notes=tuple(notes),
     )
-
-
-def _kind_of(classes, trace: Trace, name: int) -> int:  # type: ignore[no-untyped-def]
-    rows = np.flatnonzero(trace.gpu.name == name)
-    return int(classes.op_kind[rows[0]]) if len(rows) else len(classes.kind) - 1
 
 
 def _finding(

@@ -48,15 +48,7 @@ LINE_ANNOTATION = "brrr.line "
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def record(
-    path: str | os.PathLike[str] = "trace.json.gz",
-    *,
-    steps: int | None = None,
-    wait: int = 0,
-    exact_ops: bool = True,
-    auto_step: bool = True,
-    on_written: Callable[[Recorder], None] | None = None,
-) -> Recorder:
+class Recorder:
     """Record a trace to ``path`` (gzipped when it ends in ``.gz``); a context manager or decorator.
 
     ``steps=None`` records everything inside the block. ``steps=N`` records N steps after
@@ -65,20 +57,10 @@ def record(
     written as soon as the N steps are done, or when the block ends with some of them recorded.
     ``exact_ops`` adds ``brrr.line N`` annotations around the torch calls made directly from
     user code (several µs per call while recording).
+
+    After the block: ``written`` (bool), ``path``, ``steps_recorded`` and ``stats`` (call lines
+    matched / unmatched, hidden events).
     """
-    return Recorder(
-        path,
-        steps=steps,
-        wait=wait,
-        exact_ops=exact_ops,
-        auto_step=auto_step,
-        on_written=on_written,
-    )
-
-
-class Recorder:
-    """One recording; see :func:`record`. After the block: ``written`` (bool), ``path``,
-    ``steps_recorded`` and ``stats`` (call lines matched / unmatched, hidden events)."""
 
     def __init__(
         self,
@@ -321,6 +303,10 @@ class Recorder:
 
 
 _MISSING = object()
+
+
+# `brrr_trace.record(path, ...)`: the recording itself is the context manager and decorator.
+record = Recorder
 
 
 def _optimizer_hook(ref: weakref.ref[Recorder]) -> Callable[..., None]:

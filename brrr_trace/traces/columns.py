@@ -125,7 +125,6 @@ class Columns:
         self.thread_names: dict[tuple[Any, Any], str] = {}
         self.process_names: dict[Any, str] = {}
         time_code = "q" if exact else "d"
-        self._time_code = time_code
         # gpu
         self.g_dev, self.g_stream, self.g_name = array("q"), array("q"), array("l")
         self.g_ts, self.g_dur = array(time_code), array(time_code)

@@ -40,6 +40,8 @@ class ReadState:
     truncated: bool = False
     header_unreadable: bool = False
     uncompressed_bytes: int = 0
+    # When the header is longer than one chunk: the bytes after "traceEvents": [.
+    events_head: bytes | None = None
 
 
 def _open(path: str) -> tuple[IO[bytes], IO[bytes]]:
@@ -51,7 +53,7 @@ def _open(path: str) -> tuple[IO[bytes], IO[bytes]]:
     return raw, raw
 
 
-def _read(stream: IO[bytes], size: int, path: str) -> bytes:
+def _read(stream: IO[bytes], size: int) -> bytes:
     try:
         return stream.read(size)
     except (OSError, EOFError, zlib.error) as error:
@@ -85,19 +87,19 @@ def _runs(
 ) -> Iterator[bytes]:
     name = os.path.basename(path)
     try:
-        pending = _read(stream, CHUNK_BYTES, path)
+        pending = _read(stream, CHUNK_BYTES)
     except _GzipBroken as error:
         raise NotATraceError(f"{name}: the gzip data is corrupt ({error}).") from None
     state.uncompressed_bytes = len(pending)
     start = _find_events_start(name, stream, pending, state, path)
     pending = pending[start:]
-    if state.header.get("_tail_search"):
-        pending = state.header.pop("_tail_search")
+    if state.events_head is not None:
+        pending = state.events_head
     eof = False
     while True:
         if not eof:
             try:
-                more = _read(stream, CHUNK_BYTES, path)
+                more = _read(stream, CHUNK_BYTES)
             except _GzipBroken:
                 more = b""
                 state.truncated = True
@@ -144,7 +146,7 @@ def _find_events_start(
         buf = first
         while match is None and len(buf) < HEADER_SEARCH_BYTES:
             try:
-                more = _read(stream, CHUNK_BYTES, path)
+                more = _read(stream, CHUNK_BYTES)
             except _GzipBroken:
                 more = b""
             if not more:
@@ -157,7 +159,7 @@ def _find_events_start(
                 "expected a trace written by torch.profiler (export_chrome_trace)."
             )
         if buf is not first:
-            state.header["_tail_search"] = buf[match.end() :]
+            state.events_head = buf[match.end() :]
         _parse_header(buf[offset : match.start()], state)
         start = match.end()
     else:
@@ -202,10 +204,6 @@ def _last_boundary(buf: bytes) -> int:
                 k += 1
             if k < n and buf[k] == 0x7B:  # "{"
                 return j
-
-
-class _Tail(msgspec.Struct):
-    traceEvents: msgspec.Raw
 
 
 def _finish(pending: bytes, state: ReadState) -> Iterator[bytes]:
