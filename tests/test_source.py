@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from brrr_trace.analyzers.source import align, find_body, observe
+from brrr_trace.analyzers.alignment import align
+from brrr_trace.analyzers.source import find_body, observe
 
 
 def lines_of(source: str, events: list[tuple[str, bool]], tmp_path, function: str = "f") -> list:

@@ -9,20 +9,28 @@ time lands on the forward line.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from brrr_trace.analyzers.frames import FrameName, parse_call_stack, parse_frame, user_frame_mask
+from brrr_trace.analyzers.alignment import align
+from brrr_trace.analyzers.backward import BackwardIndex, BackwardPoints
+from brrr_trace.analyzers.frames import (
+    FrameName,
+    is_user_file,
+    parse_call_stack,
+    parse_frame,
+    user_frame_mask,
+)
 from brrr_trace.analyzers.intervals import NONE, Innermost
 from brrr_trace.analyzers.paths import PathMapper
-from brrr_trace.analyzers.source import Body, Observed, align, find_body, observe
+from brrr_trace.analyzers.source import Body, Observed, find_body, frame_function, observe
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import NO_ID, Trace
 from brrr_trace.vocabulary import Precision
 
-_BACKWARD_PREFIX = "autograd::engine::evaluate_function:"
 _DATALOADER_NEXT = ("dataloader.py", "__next__")
 
 
@@ -46,14 +54,16 @@ class Locator:
         self._children: dict[int, _Children] = {}
         self._alignments: dict[tuple[Any, ...], tuple[int | None, ...]] = {}
         self._bodies: dict[int, Body | None] = {}
-        self._observed: dict[tuple[int, bool], Observed] = {}
+        self._observed: dict[tuple[int, bool, tuple[str, ...]], Observed] = {}
         self._thread_events: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._traced: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._backward: BackwardIndex | None = None
         self.lines: list[LineKey] = []
         self._line_ids: dict[tuple[str, int, str], int] = {}
         frames = trace.frames
         strings = trace.strings
-        user = user_frame_mask(strings, frames.name, options)
+        self.is_local = _local_files(trace, options, mapper)
+        user = user_frame_mask(strings, frames.name, options, self.is_local)
         user &= ~_compiled_frames(trace, user)
         self.user_rows = np.flatnonzero(user)
         self.user_frames = Innermost(
@@ -93,6 +103,30 @@ class Locator:
         self._marker_rows = np.flatnonzero(marked)
         self._markers = Innermost(cpu.thread[marked], cpu.start_ns[marked], cpu.end_ns[marked])
 
+    def backward_points(self, thread: np.ndarray, t: np.ndarray) -> BackwardPoints:
+        """Where the forward code of backward work at (thread, t) ran; Python code that the
+        engine itself runs (hooks, a custom ``Function.backward``) stays where it is."""
+        if self._backward is None:
+            self._backward = BackwardIndex(self.trace)
+        found = self._backward.points(thread, t)
+        if len(self.user_rows) and found.inside.any():
+            local = self.user_frames.at_many(thread, t)
+            own = found.inside & (local != NONE)
+            starts = self.trace.frames.start_ns[self.user_rows[local[own]]]
+            own[own] = starts >= found.node_start[own]
+            found.thread[own] = NONE
+        return found
+
+    def work_lines(self, thread: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The line responsible for work started at (thread, t): a kernel launch or a CPU op.
+        Backward work goes to the forward line that made it. Returns (line, is_backward)."""
+        moved = self.backward_points(thread, t)
+        go = moved.thread != NONE
+        where_thread, where_t = thread.copy(), t.copy()
+        where_thread[go] = moved.thread[go]
+        where_t[go] = moved.t[go]
+        return self.lines_at(where_thread, where_t), moved.inside
+
     def _intern(self, key: LineKey) -> int:
         """One id per (file, line, function); the line keeps the best precision seen for it."""
         identity = (key.file, key.line, key.function)
@@ -113,7 +147,7 @@ class Locator:
         sid = int(self.trace.cpu_ops.call_stack[stack_row])
         found = self._stack_line.get(sid)
         if found is None:
-            frame = parse_call_stack(self.trace.strings[sid], self.options)
+            frame = parse_call_stack(self.trace.strings[sid], self.options, self.is_local)
             found = NONE
             if frame is not None:
                 found = self._intern(
@@ -233,7 +267,8 @@ class Locator:
         hi = int(np.searchsorted(starts, e, side="right"))
         keep = np.ones(hi - lo, dtype=bool)
         keep &= ~(is_frame[lo:hi] & (rows[lo:hi] == row))
-        keep &= ends[lo:hi] <= e
+        # ts and dur are rounded separately, so a child can end a few ns after its parent.
+        keep &= ends[lo:hi] <= e + _ROUNDING_NS
         idx = np.arange(lo, hi)[keep]
         # A child starts at or after the end of everything before it: nested events do not.
         reach = np.maximum.accumulate(ends[idx]) if len(idx) else ends[idx]
@@ -242,14 +277,21 @@ class Locator:
         names = self.trace.strings
         seen: list[Observed] = []
         exact: list[int | None] = []
+        lines_of_body = (body.first_line, body.last_line) if body is not None else None
         for k in idx.tolist():
             event = int(rows[k])
             frame = bool(is_frame[k])
             name_id = int(frames.name[event]) if frame else int(cpu.name[event])
-            observed = self._observed.get((name_id, frame))
+            inner = self._inner_names(k, starts, ends, rows, is_frame) if frame else ()
+            observed = self._observed.get((name_id, frame, inner))
             if observed is None:
-                observed = self._observed[(name_id, frame)] = observe(names[name_id], frame)
+                observed = observe(names[name_id], frame, frozenset(inner))
+                self._observed[(name_id, frame, inner)] = observed
             call_line = int(frames.call_line[event]) if frame else NONE
+            if lines_of_body is not None and not (
+                lines_of_body[0] <= call_line <= lines_of_body[1]
+            ):
+                call_line = NONE  # not a line of this function: the event is not its child
             seen.append(observed)
             exact.append(call_line if call_line > 0 else None)
         child_start = starts[idx]
@@ -264,6 +306,27 @@ class Locator:
         result = _Children(child_start, child_end, tuple(exact), aligned)
         self._children[row] = result
         return result
+
+    def _inner_names(
+        self,
+        k: int,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        rows: np.ndarray,
+        is_frame: np.ndarray,
+    ) -> tuple[str, ...]:
+        """Functions of the first frames a child frame runs (wrappers hide the called name)."""
+        end = ends[k]
+        out: list[str] = []
+        j = k + 1
+        names, frame_names = self.trace.strings, self.trace.frames.name
+        while j < len(starts) and starts[j] < end and len(out) < _INNER_FRAMES:
+            if is_frame[j]:
+                function = frame_function(names[int(frame_names[rows[j]])])
+                if function is not None:
+                    out.append(function)
+            j += 1
+        return tuple(sorted(set(out)))
 
     def profiler_cost_between(self, thread: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Estimated time the profiler spent on each thread in [a, b): what it traced there."""
@@ -325,6 +388,8 @@ class Locator:
 
 
 _COMPILER_FRAME = "torch/_dynamo/"
+_ROUNDING_NS = 3
+_INNER_FRAMES = 12
 # ``brrr-trace record`` wraps each torch call made from user code in an annotation naming the line.
 MARKER_PREFIX = "brrr.line "
 _RANK = {Precision.FUNCTION: 0, Precision.RECOVERED: 1, Precision.EXACT: 2}
@@ -338,6 +403,24 @@ class _Children:
     ends: np.ndarray
     exact: tuple[int | None, ...]  # the recorder's call-site line of child frames
     aligned: tuple[int | None, ...]  # lines recovered from the source
+
+
+def _local_files(
+    trace: Trace, options: AnalysisOptions, mapper: PathMapper | None
+) -> Callable[[str], bool] | None:
+    """Whether a trace path is the user's own file, when the source is at hand: it maps under
+    the source root. Without any file of the trace under the root (a colleague's trace read
+    without the checkout) the trace's paths alone decide."""
+    if mapper is None or mapper.root is None:
+        return None
+    files = {
+        parsed.file
+        for sid in np.unique(trace.frames.name).tolist()
+        if (parsed := parse_frame(trace.strings[sid])) is not None
+    }
+    if not any(mapper.map(f) for f in files if is_user_file(f, options)):
+        return None
+    return lambda file: mapper.map(file) is not None
 
 
 def _compiled_frames(trace: Trace, user: np.ndarray) -> np.ndarray:
@@ -423,26 +506,9 @@ def attribute_ops(trace: Trace, locator: Locator) -> OpAttribution:
     cpu_op = np.full(n, NONE, dtype=np.int64)
     cpu_op[has] = ops.at_many(thread[has], t[has])
 
-    backward = np.zeros(n, dtype=bool)
-    where_thread, where_t = thread.copy(), t.copy()
-    is_bwd_name = np.array([s.startswith(_BACKWARD_PREFIX) for s in trace.strings], dtype=bool)
-    bwd_mask = is_bwd_name[cpu.name] if len(cpu) else np.zeros(0, dtype=bool)
-    if bwd_mask.any() and has.any():
-        bwd_rows = np.flatnonzero(bwd_mask)
-        bwd_ops = Innermost(cpu.thread[bwd_mask], cpu.start_ns[bwd_mask], cpu.end_ns[bwd_mask])
-        local = np.full(n, NONE, dtype=np.int64)
-        local[has] = bwd_ops.at_many(thread[has], t[has])
-        inside = np.flatnonzero(local != NONE)
-        backward[inside] = True
-        seq = cpu.sequence[bwd_rows[local[inside]]]
-        forward = _forward_ops(trace, bwd_mask, bwd_ops)
-        fwd_row = np.array([forward.get(int(s), NONE) for s in seq], dtype=np.int64)
-        ok = fwd_row != NONE
-        where_thread[inside[ok]] = cpu.thread[fwd_row[ok]]
-        where_t[inside[ok]] = cpu.start_ns[fwd_row[ok]]
-
     line = np.full(n, NONE, dtype=np.int64)
-    line[has] = locator.lines_at(where_thread[has], where_t[has])
+    backward = np.zeros(n, dtype=bool)
+    line[has], backward[has] = locator.work_lines(thread[has], t[has])
     return OpAttribution(launch=launch, cpu_op=cpu_op, line=line, backward=backward)
 
 
@@ -459,19 +525,3 @@ def link_launches(gpu_correlation: np.ndarray, host_correlation: np.ndarray) -> 
     hit = (keys[pos] == gpu_correlation) & (gpu_correlation != NO_ID)
     out[hit] = order[pos[hit]]
     return out
-
-
-def _forward_ops(trace: Trace, bwd_mask: np.ndarray, bwd_ops: Innermost) -> dict[int, int]:
-    """Sequence number -> the outermost forward op that carries it.
-
-    Ops that run inside a backward node have sequence numbers of their own (a thread-local
-    counter), so they are left out.
-    """
-    cpu = trace.cpu_ops
-    rows = np.flatnonzero((cpu.sequence != NO_ID) & ~bwd_mask & ~cpu.annotation)
-    rows = rows[bwd_ops.at_many(cpu.thread[rows], cpu.start_ns[rows]) == NONE]
-    forward: dict[int, int] = {}
-    # Rows are sorted by start, outer first: the first row seen for a number is the outermost.
-    for row, seq in zip(rows.tolist(), cpu.sequence[rows].tolist(), strict=True):
-        forward.setdefault(seq, row)
-    return forward

@@ -9,6 +9,10 @@ _SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", ".tox", "b
 _MAX_FILES = 200_000
 
 
+def _is_windows_abs(path: str) -> bool:
+    return len(path) > 2 and path[1] == ":" and path[2] == "/"
+
+
 class PathMapper:
     """Longest-suffix matching of trace paths against the Python files under a root folder."""
 
@@ -45,8 +49,20 @@ class PathMapper:
                 candidate = os.path.join(local, normalized[len(prefix) :].lstrip("/"))
                 if os.path.isfile(candidate):
                     return os.path.abspath(candidate)
-        if os.path.isabs(normalized) and os.path.isfile(normalized):
+        # An absolute path counts only under the source root: a trace may name any file here.
+        if os.path.isabs(normalized) and self._inside(normalized) and os.path.isfile(normalized):
             return normalized
+        return self._by_suffix(normalized)
+
+    def _inside(self, path: str) -> bool:
+        if self.root is None:
+            return False
+        try:
+            return Path(path).resolve().is_relative_to(self.root)
+        except (OSError, ValueError):
+            return False
+
+    def _by_suffix(self, normalized: str) -> str | None:
         parts = normalized.split("/")
         # One file reached through a link is one candidate, not a tie.
         candidates = list(
@@ -65,5 +81,11 @@ class PathMapper:
             elif common == best_len:
                 tie = True
         if best is None or tie:
+            return None
+        # A relative path is relative to an import root on the recording machine (torch
+        # shortens paths so): all of it must match, or `torch/cuda/__init__.py` would map onto
+        # any local `__init__.py`.
+        relative = not os.path.isabs(normalized) and not _is_windows_abs(normalized)
+        if relative and best_len < len([p for p in parts if p not in ("", ".")]):
             return None
         return best

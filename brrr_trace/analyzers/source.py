@@ -80,21 +80,40 @@ class Observed:
     name: str  # op or function name; MODULE for nn.Module frames
     is_frame: bool
     file: str = ""
+    module_class: str | None = None  # the class of an nn.Module frame
+    # Names of the frames it runs first (a decorator's wrapper, `F.max_pool2d`'s `fn`): the
+    # function the user called is among them.
+    inner: frozenset[str] = frozenset()
 
 
-def observe(event_name: str, is_frame: bool) -> Observed:
+_MODULE_FRAME = re.compile(r"^nn\.Module: (\w+?)(?:_\d+)?$")
+
+
+def observe(event_name: str, is_frame: bool, inner: frozenset[str] = frozenset()) -> Observed:
     if not is_frame:
         leaf = event_name.split("::", 1)[-1].split(".", 1)[0]
         return Observed(leaf, False)
+    module = _MODULE_FRAME.match(event_name)
+    if module:
+        return Observed(MODULE, True, module_class=module.group(1), inner=inner)
     if event_name.startswith("nn.Module:"):
-        return Observed(MODULE, True)
+        return Observed(MODULE, True, inner=inner)
     builtin = _BUILTIN.match(event_name)
     if builtin:
         return Observed(builtin.group(1).rsplit(".", 1)[-1], True)
     frame = _FRAME.match(event_name)
     if frame:
-        return Observed(frame["func"], True, frame["file"])
-    return Observed(event_name, True)
+        return Observed(frame["func"], True, frame["file"], inner=inner)
+    return Observed(event_name, True, inner=inner)
+
+
+def frame_function(event_name: str) -> str | None:
+    """The function a frame event names (``<built-in method cos …>`` -> ``cos``)."""
+    builtin = _BUILTIN.match(event_name)
+    if builtin:
+        return builtin.group(1).rsplit(".", 1)[-1]
+    frame = _FRAME.match(event_name)
+    return frame["func"] if frame else None
 
 
 @dataclass(frozen=True)
@@ -106,22 +125,31 @@ class Slot:
     call: str | None = None  # called name (function, method, module attribute)
     module_call: bool = False  # the callee may be an nn.Module
     iteration: bool = False  # a for-loop header
+    module_class: str | None = None  # the callee's class, when __init__ says it
 
-    def matches(self, seen: Observed) -> int:
-        """0 = no; 1 = weak (generic wrapper, module); 2 = by name."""
+    def matches(self, seen: Observed) -> float:
+        """0 = no; 1 = weak (a generic wrapper, a module of unknown class); 1.5 = a function the
+        event runs first has the called name; 2 = by name; 3 = a module of the known class."""
         if self.iteration and seen.name in _ITERATION:
             return 2
         if self.call is not None:
+            if seen.name == MODULE:
+                if not self.module_call:
+                    return 0
+                if self.module_class is not None and seen.module_class is not None:
+                    # A class mismatch may still be a subclass or an alias: weaker than unknown.
+                    return 3 if self.module_class == seen.module_class else 0.5
+                return 1
             if seen.name == self.call or seen.name == self.call + "_":
                 return 2
             if seen.name in _CONSTRUCTION and self.call[:1].isupper():
                 return 2
-            if seen.is_frame and seen.name in _GENERIC_WRAPPERS:
-                return 1
-            if seen.name == MODULE and self.module_call:
-                return 1
             if self.call == "step" and seen.file.startswith("torch/optim/"):
                 return 2
+            if seen.inner and _called_inside(self.call, seen.inner):
+                return 1.5
+            if seen.is_frame and seen.name in _GENERIC_WRAPPERS:
+                return 1
         if (
             self.ops
             and not seen.is_frame
@@ -129,6 +157,10 @@ class Slot:
         ):
             return 2
         return 0
+
+
+def _called_inside(call: str, inner: frozenset[str]) -> bool:
+    return call in inner or f"_{call}" in inner or f"{call}_" in inner or f"_{call}_" in inner
 
 
 @dataclass(frozen=True)
@@ -141,10 +173,22 @@ class Body:
     last_line: int
 
 
+@dataclass(frozen=True)
+class ModuleClasses:
+    """What a class's methods assign to ``self``: ``self.fc = nn.Linear(...)`` gives
+    ``fc -> Linear``; ``self.blocks = nn.ModuleList([Block(...) for ...])`` gives the class of
+    its elements, ``blocks -> Block``."""
+
+    attributes: dict[str, str]
+    elements: dict[str, str]
+
+
 class _Flattener:
-    def __init__(self) -> None:
+    def __init__(self, classes: ModuleClasses | None = None) -> None:
         self.slots: list[Slot] = []
         self.loops: list[tuple[int, int]] = []
+        self.classes = classes or ModuleClasses({}, {})
+        self.loop_classes: dict[str, str] = {}  # loop variable -> class of what it iterates
 
     def statements(self, body: list[ast.stmt]) -> None:
         for stmt in body:
@@ -157,6 +201,7 @@ class _Flattener:
             return  # a nested def runs in its own frame
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             self.expr(stmt.iter, stmt.lineno)  # evaluated once, before the loop
+            self._note_loop_variable(stmt.target, stmt.iter)
             start = len(self.slots)
             self.slots.append(Slot(stmt.lineno, iteration=True))
             self.statements(stmt.body)
@@ -236,7 +281,8 @@ class _Flattener:
             for kw in node.keywords:
                 self.expr(kw.value, line)
             name, module = _callee(node.func)
-            self.slots.append(Slot(line, call=name, module_call=module))
+            cls = self._class_of(node.func) if module else None
+            self.slots.append(Slot(line, call=name, module_call=module, module_class=cls))
             return
         if isinstance(node, ast.BinOp):
             self.expr(node.left, line)
@@ -265,6 +311,73 @@ class _Flattener:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
                 self.expr(child, line, store)
+
+    def _note_loop_variable(self, target: ast.expr, iterated: ast.expr) -> None:
+        func = iterated.func if isinstance(iterated, ast.Call) else None
+        if isinstance(func, ast.Name) and func.id == "enumerate" and iterated.args:  # type: ignore[union-attr]
+            if isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                self._note_loop_variable(target.elts[1], iterated.args[0])  # type: ignore[union-attr]
+            return
+        attr = _self_attribute(iterated)
+        if attr is not None and isinstance(target, ast.Name):
+            cls = self.classes.elements.get(attr)
+            if cls is not None:
+                self.loop_classes[target.id] = cls
+
+    def _class_of(self, func: ast.expr) -> str | None:
+        """The class of the module a call calls: ``self.fc(x)``, ``block(x)`` in a loop over
+        ``self.blocks``, ``self.blocks[0](x)``."""
+        if isinstance(func, ast.Name):
+            return self.loop_classes.get(func.id)
+        if isinstance(func, ast.Subscript):
+            attr = _self_attribute(func.value)
+            return self.classes.elements.get(attr) if attr is not None else None
+        attr = _self_attribute(func)
+        return self.classes.attributes.get(attr) if attr is not None else None
+
+
+def _self_attribute(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.attr if node.value.id == "self" else None
+    return None
+
+
+def _constructor(node: ast.expr) -> str | None:
+    """``nn.Linear(...)`` -> ``Linear``; only capitalized names (classes, not factories)."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    return name if isinstance(name, str) and name[:1].isupper() else None
+
+
+def module_classes(cls: ast.ClassDef) -> ModuleClasses:
+    attributes: dict[str, str] = {}
+    elements: dict[str, str] = {}
+    for node in ast.walk(cls):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        attr = _self_attribute(node.targets[0])
+        ctor = _constructor(node.value)
+        if attr is None or ctor is None:
+            continue
+        attributes[attr] = ctor
+        assert isinstance(node.value, ast.Call)
+        if ctor in ("ModuleList", "Sequential") and node.value.args:
+            items = node.value.args[0]
+            inner: ast.expr | None = None
+            if isinstance(items, (ast.ListComp, ast.GeneratorExp)):
+                inner = items.elt
+            elif isinstance(items, (ast.List, ast.Tuple)) and items.elts:
+                kinds = {_constructor(e) for e in items.elts}
+                inner = items.elts[0] if len(kinds) == 1 else None
+            elif ctor == "Sequential":
+                kinds = {_constructor(e) for e in node.value.args}
+                inner = node.value.args[0] if len(kinds) == 1 else None
+            element = _constructor(inner) if inner is not None else None
+            if element is not None:
+                elements[attr] = element
+    return ModuleClasses(attributes, elements)
 
 
 def _comprehension_name(node: ast.expr) -> str:
@@ -314,88 +427,41 @@ def find_body(path: str, mtime_ns: int, def_line: int, function: str) -> Body | 
 def _body_of(tree: ast.Module, def_line: int, function: str) -> Body | None:
     if function == "<module>":
         return _flatten(tree.body, 1, _last_line(tree))
+    owner: dict[ast.AST, ast.ClassDef] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                owner[item] = node
     candidates = [
         node
         for node in ast.walk(tree)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function
     ]
+    found = None
     for node in candidates:
         first = min([node.lineno] + [d.lineno for d in node.decorator_list])
         if def_line in (first, node.lineno):
-            return _flatten(node.body, node.lineno, node.end_lineno or node.lineno)
-    # A frame already running when profiling started is named by its current line, not its def.
-    for node in candidates:
-        if node.lineno <= def_line <= (node.end_lineno or node.lineno):
-            return _flatten(node.body, node.lineno, node.end_lineno or node.lineno)
-    return None
+            found = node
+            break
+    else:
+        # A frame already running when profiling started is named by its current line.
+        found = next(
+            (n for n in candidates if n.lineno <= def_line <= (n.end_lineno or n.lineno)), None
+        )
+    if found is None:
+        return None
+    cls = owner.get(found)
+    classes = module_classes(cls) if cls is not None else None
+    return _flatten(found.body, found.lineno, found.end_lineno or found.lineno, classes)
 
 
 def _last_line(tree: ast.Module) -> int:
     return max((getattr(n, "end_lineno", 0) or 0 for n in tree.body), default=1)
 
 
-def _flatten(body: list[ast.stmt], first: int, last: int) -> Body:
-    flat = _Flattener()
+def _flatten(
+    body: list[ast.stmt], first: int, last: int, classes: ModuleClasses | None = None
+) -> Body:
+    flat = _Flattener(classes)
     flat.statements(body)
     return Body(tuple(flat.slots), tuple(flat.loops), first, last)
-
-
-def align(
-    body: Body, seen: tuple[Observed, ...], anchors: tuple[int | None, ...] | None = None
-) -> tuple[int | None, ...]:
-    """The line of each observed child event, in order; None where the source cannot tell.
-
-    ``anchors`` are lines already known for some events (the recorder's call-site lines): the
-    walk jumps to them, so the events in between are placed from there.
-    """
-    slots = body.slots
-    n = len(slots)
-    lines: list[int | None] = [None] * len(seen)
-    pos = 0
-    for k, event in enumerate(seen):
-        anchor = anchors[k] if anchors is not None else None
-        if anchor is not None:
-            lines[k] = anchor
-            at = _first_slot_on(body, anchor, pos)
-            if at is not None:
-                pos = at + 1 if at + 1 < n else at
-            continue
-        hit = _search(body, pos, event)
-        if hit is not None:
-            lines[k] = slots[hit].line
-            pos = hit + 1 if hit + 1 < n else hit
-    # Unmatched events sit between matched neighbours: same line on both sides settles it.
-    for k, line in enumerate(lines):
-        if line is not None:
-            continue
-        before = next((lines[j] for j in range(k - 1, -1, -1) if lines[j] is not None), None)
-        after = next((lines[j] for j in range(k + 1, len(lines)) if lines[j] is not None), None)
-        if before is not None and before == after:
-            lines[k] = before
-    return tuple(lines)
-
-
-def _first_slot_on(body: Body, line: int, pos: int) -> int | None:
-    """The slot of ``line`` the walk reaches next from ``pos`` (wrapping to the start)."""
-    slots = body.slots
-    for index in list(range(pos, len(slots))) + list(range(0, pos)):
-        if slots[index].line == line:
-            return index
-    return None
-
-
-def _search(body: Body, pos: int, event: Observed) -> int | None:
-    """First slot from ``pos`` on that matches strongly, wrapping to enclosing loop starts."""
-    slots = body.slots
-    order = list(range(pos, len(slots)))
-    for start, end in sorted(body.loops, key=lambda r: r[1] - r[0]):
-        if start <= pos < end or pos == end:
-            order.extend(range(start, min(pos, end)))
-    weak = None
-    for index in order:
-        score = slots[index].matches(event)
-        if score == 2:
-            return index
-        if score == 1 and weak is None:
-            weak = index
-    return weak
