@@ -313,10 +313,14 @@ class _Flattener:
                 self.expr(child, line, store)
 
     def _note_loop_variable(self, target: ast.expr, iterated: ast.expr) -> None:
-        func = iterated.func if isinstance(iterated, ast.Call) else None
-        if isinstance(func, ast.Name) and func.id == "enumerate" and iterated.args:  # type: ignore[union-attr]
+        if (
+            isinstance(iterated, ast.Call)
+            and isinstance(iterated.func, ast.Name)
+            and iterated.func.id == "enumerate"
+            and iterated.args
+        ):
             if isinstance(target, ast.Tuple) and len(target.elts) == 2:
-                self._note_loop_variable(target.elts[1], iterated.args[0])  # type: ignore[union-attr]
+                self._note_loop_variable(target.elts[1], iterated.args[0])
             return
         attr = _self_attribute(iterated)
         if attr is not None and isinstance(target, ast.Name):
