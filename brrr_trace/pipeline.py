@@ -154,6 +154,7 @@ def analyze_loaded(
                 intensity=cost.flops / cost.nbytes if cost.flops and cost.nbytes else None,
                 ridge=cost.ridge,
                 profiler_overhead_ns=cost.profiler_ns,
+                inclusive_gpu_ns=cost.inclusive_gpu_ns,
                 findings=tuple(dict.fromkeys(rules_of_line.get(cost.line_id, []))),
                 top_kernels=tuple(
                     KernelStat(
@@ -220,7 +221,7 @@ def analyze_loaded(
             "The trace has no Python stacks, so GPU time cannot be placed on source lines; "
             "record with with_stack=True (or `brrr-trace record`)."
         )
-    unmapped = tuple(sorted({line.file for line in lines if line.path is None}))
+    unmapped = tuple(sorted({ln.file for ln in lines if ln.path is None and ln.total_ns}))
     if unmapped and info.has_python_stacks:
         shown = ", ".join(unmapped[:3]) + (" …" if len(unmapped) > 3 else "")
         notes.append(

@@ -81,6 +81,9 @@ class LineReport:
     findings: tuple[str, ...] = ()
     # Part of idle_ns that is the profiler's own cost on the host (estimated, DESIGN §6).
     profiler_overhead_ns: int = 0
+    # gpu_ns plus the GPU time of the code the line calls (user functions, a model), forward
+    # and backward.
+    inclusive_gpu_ns: int = 0
 
     @property
     def total_ns(self) -> int:

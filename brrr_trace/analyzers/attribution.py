@@ -58,6 +58,8 @@ class Locator:
         self._thread_events: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._traced: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._backward: BackwardIndex | None = None
+        self._parents: np.ndarray | None = None
+        self._callers: dict[int, tuple[int, ...]] = {}
         self.lines: list[LineKey] = []
         self._line_ids: dict[tuple[str, int, str], int] = {}
         frames = trace.frames
@@ -117,15 +119,62 @@ class Locator:
             found.thread[own] = NONE
         return found
 
-    def work_lines(self, thread: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def work_lines(self, thread: np.ndarray, t: np.ndarray) -> WorkLines:
         """The line responsible for work started at (thread, t): a kernel launch or a CPU op.
-        Backward work goes to the forward line that made it. Returns (line, is_backward)."""
+        Backward work goes to the forward line that made it."""
         moved = self.backward_points(thread, t)
         go = moved.thread != NONE
         where_thread, where_t = thread.copy(), t.copy()
         where_thread[go] = moved.thread[go]
         where_t[go] = moved.t[go]
-        return self.lines_at(where_thread, where_t), moved.inside
+        frame = (
+            self.user_frames.at_many(where_thread, where_t)
+            if len(self.user_rows)
+            else np.full(len(t), NONE, dtype=np.int64)
+        )
+        return WorkLines(self.lines_at(where_thread, where_t), moved.inside, frame)
+
+    def callers(self, frame: int) -> tuple[int, ...]:
+        """Line ids of the statements that called a user frame invocation (``frame``: an index
+        into ``user_rows``), innermost caller first, one per enclosing user frame."""
+        found = self._callers.get(frame)
+        if found is not None:
+            return found
+        parents = self._user_parents()
+        frames = self.trace.frames
+        parent = int(parents[frame])
+        if parent == NONE:
+            found = ()
+        else:
+            t = np.array([frames.start_ns[self.user_rows[frame]]], dtype=np.int64)
+            row = int(self.user_rows[parent])
+            out = np.array([self.frame_line(row)], dtype=np.int64)
+            self._recover(out, np.array([0]), np.array([row]), t)
+            found = (int(out[0]), *self.callers(parent))
+        self._callers[frame] = found
+        return found
+
+    def _user_parents(self) -> np.ndarray:
+        """For each user frame, the user frame it runs inside (through library frames too)."""
+        if self._parents is None:
+            frames = self.trace.frames
+            rows = self.user_rows
+            parents = np.full(len(rows), NONE, dtype=np.int64)
+            order = np.lexsort((-frames.end_ns[rows], frames.start_ns[rows], frames.thread[rows]))
+            stack: list[int] = []
+            thread_now = None
+            for k in order.tolist():
+                row = int(rows[k])
+                thread = int(frames.thread[row])
+                if thread != thread_now:
+                    stack, thread_now = [], thread
+                start = int(frames.start_ns[row])
+                while stack and int(frames.end_ns[rows[stack[-1]]]) + _ROUNDING_NS <= start:
+                    stack.pop()
+                parents[k] = stack[-1] if stack else NONE
+                stack.append(k)
+            self._parents = parents
+        return self._parents
 
     def _intern(self, key: LineKey) -> int:
         """One id per (file, line, function); the line keeps the best precision seen for it."""
@@ -490,6 +539,14 @@ class OpAttribution:
     cpu_op: np.ndarray  # innermost CPU op row around the launch, NONE
     line: np.ndarray  # line id, NONE
     backward: np.ndarray  # True when launched by the autograd engine for a backward op
+    frame: np.ndarray  # the user frame (index into Locator.user_rows) the line lies in, NONE
+
+
+@dataclass(frozen=True)
+class WorkLines:
+    line: np.ndarray  # line id, NONE
+    backward: np.ndarray  # the work is a backward node's
+    frame: np.ndarray  # innermost user frame at the forward point (index into user_rows)
 
 
 def attribute_ops(trace: Trace, locator: Locator) -> OpAttribution:
@@ -508,8 +565,10 @@ def attribute_ops(trace: Trace, locator: Locator) -> OpAttribution:
 
     line = np.full(n, NONE, dtype=np.int64)
     backward = np.zeros(n, dtype=bool)
-    line[has], backward[has] = locator.work_lines(thread[has], t[has])
-    return OpAttribution(launch=launch, cpu_op=cpu_op, line=line, backward=backward)
+    frame = np.full(n, NONE, dtype=np.int64)
+    found = locator.work_lines(thread[has], t[has])
+    line[has], backward[has], frame[has] = found.line, found.backward, found.frame
+    return OpAttribution(launch=launch, cpu_op=cpu_op, line=line, backward=backward, frame=frame)
 
 
 def link_launches(gpu_correlation: np.ndarray, host_correlation: np.ndarray) -> np.ndarray:

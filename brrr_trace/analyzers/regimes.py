@@ -198,6 +198,10 @@ class LineCost:
     roof_fraction: float | None = None  # roofline time / measured time over costed kernels
     ridge: float | None = None
     profiler_ns: int = 0  # the profiler's own estimated cost inside the idle charged here
+    # GPU time of the line and of everything it calls (user functions, a model; forward and
+    # backward): its own gpu_ns plus that of the lines in the callees.
+    inclusive_gpu_ns: int = 0
+    called_regime: Regime | None = None  # for a line with no time of its own: its callees'
 
     @property
     def idle_ns(self) -> int:
@@ -205,6 +209,8 @@ class LineCost:
 
     @property
     def regime(self) -> Regime:
+        if self.called_regime is not None and not any(self.by_regime.values()):
+            return self.called_regime
         return max(REGIMES, key=lambda r: (self.by_regime[r], -REGIMES.index(r)))
 
     @property
@@ -261,10 +267,15 @@ def line_costs(
     roof_sum = np.bincount(line[has_r], weights=roof[has_r] * 1e9, minlength=n_lines)
     roof_ns = np.bincount(line[has_r], weights=dur[has_r], minlength=n_lines)
     ridge_of = _dominant_ridge(line, classes.ridge[placed], excl, n_lines)
+    inclusive, called = _inclusive(
+        locator, ops.frame[placed], line, classes.regime[placed], excl, gpu_ns
+    )
     out = []
-    for k, key in enumerate(locator.lines):
+    for k, key in enumerate(locator.lines):  # finding callers may have placed lines of their own
         causes = idle.get(k, {c: 0 for c in IdleCause})
-        if count[k] == 0 and not any(causes.values()):
+        if k >= len(count) or (count[k] == 0 and not any(causes.values())):
+            if inclusive.get(k, 0):
+                out.append(_caller_only(k, key, inclusive[k], called[k]))
             continue
         regimes = {
             Regime.COMPUTE: int(by_regime[k, 0]),
@@ -289,9 +300,54 @@ def line_costs(
                 roof_fraction=float(roof_sum[k] / roof_ns[k]) if roof_ns[k] > 0 else None,
                 ridge=ridge_of.get(k),
                 profiler_ns=profiled.get(k, 0),
+                inclusive_gpu_ns=int(inclusive.get(k, gpu_ns[k])),
             )
         )
     return out
+
+
+def _inclusive(
+    locator: Locator,
+    frame: np.ndarray,
+    line: np.ndarray,
+    regime: np.ndarray,
+    excl: np.ndarray,
+    own: np.ndarray,
+) -> tuple[dict[int, int], dict[int, np.ndarray]]:
+    """Own GPU time plus the time of the ops each line called (a line counted once per op), and
+    the regime mix (compute, memory, overhead ns) of what it called."""
+    out = {k: float(v) for k, v in enumerate(own.tolist()) if v}
+    called: dict[int, np.ndarray] = {}
+    known = frame != NONE
+    if not known.any():
+        return {k: int(v) for k, v in out.items()}, called
+    keys = np.stack([frame[known], line[known], regime[known]], axis=1)
+    groups, inverse = np.unique(keys, axis=0, return_inverse=True)
+    totals = np.bincount(inverse.reshape(-1), weights=excl[known])
+    for (f, own_line, code), ns in zip(groups.tolist(), totals.tolist(), strict=True):
+        for caller in dict.fromkeys(locator.callers(int(f))):
+            if caller != own_line and caller != NONE:
+                out[caller] = out.get(caller, 0.0) + ns
+                called.setdefault(caller, np.zeros(3))[code] += ns
+    return {k: int(v) for k, v in out.items()}, called
+
+
+def _caller_only(k: int, key: LineKey, inclusive_ns: int, called: np.ndarray) -> LineCost:
+    """A line with no GPU time of its own that calls code with some (``loss = model(x)``): its
+    regime is that of what it called."""
+    return LineCost(
+        line_id=k,
+        key=key,
+        gpu_ns=0,
+        backward_gpu_ns=0,
+        kernels=0,
+        cpu_ns=0,
+        by_regime={r: 0 for r in REGIMES},
+        idle_by_cause={c: 0 for c in IdleCause},
+        top_kernels=(),
+        inclusive_gpu_ns=inclusive_ns,
+        called_regime=REGIMES[int(np.argmax(called))],
+    )
 
 
 def _dominant_ridge(

@@ -27,6 +27,7 @@ def _line(line: LineReport) -> dict[str, Any]:
         "cpu_us": _us(line.cpu_ns),
         "kernels": line.kernels,
         "backward_gpu_us": _us(line.backward_gpu_ns),
+        "inclusive_gpu_us": _us(line.inclusive_gpu_ns),
         "flops": line.flops,
         "bytes": line.bytes,
         "achieved_tflops": line.achieved_tflops,

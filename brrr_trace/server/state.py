@@ -218,10 +218,9 @@ class Snapshot:
 def build_snapshot(trace: TraceFile, options: AnalysisOptions, report: Report) -> Snapshot:
     by_path: dict[str, list[LineReport]] = {}
     local_of_file: dict[str, str] = {}
-    unmapped: set[str] = set()
+    unmapped: set[str] = set(report.unmapped_files)
     for line in report.lines:
         if line.path is None:
-            unmapped.add(line.file)
             continue
         key = norm_path(line.path)
         local_of_file.setdefault(line.file, key)

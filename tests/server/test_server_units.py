@@ -269,6 +269,7 @@ def test_snapshot_index() -> None:
         summary=Summary(60, 40, 0.6, {}, {}, 3, 0, 0),
         lines=lines,
         findings=(finding("host-sync", 7, 10), finding("x", 2, 1)),
+        unmapped_files=("elsewhere.py",),  # the pipeline's list: lines with time, unmapped
     )
     snapshot = build_snapshot(TraceFile("t", 1, 1), AnalysisOptions(), report)
     path = os.path.realpath("/w/train.py")
