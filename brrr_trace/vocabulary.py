@@ -52,3 +52,4 @@ class Precision(_Word):
     EXACT = "exact"
     RECOVERED = "recovered"
     FUNCTION = "function"
+    OP = "op"  # no Python frame: the top-level op (and record_function region) that ran it

@@ -59,6 +59,7 @@ class Locator:
         self._traced: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._backward: BackwardIndex | None = None
         self._parents: np.ndarray | None = None
+        self._top_ops: tuple[np.ndarray, Innermost, Innermost, np.ndarray] | None = None
         self._callers: dict[int, tuple[int, ...]] = {}
         self.lines: list[LineKey] = []
         self._line_ids: dict[tuple[str, int, str], int] = {}
@@ -132,7 +133,29 @@ class Locator:
             if len(self.user_rows)
             else np.full(len(t), NONE, dtype=np.int64)
         )
-        return WorkLines(self.lines_at(where_thread, where_t), moved.inside, frame)
+        line = self.lines_at(where_thread, where_t)
+        lost = np.flatnonzero(line == NONE)
+        if len(lost):
+            line[lost] = self.op_lines(where_thread[lost], where_t[lost])
+        return WorkLines(line, moved.inside, frame)
+
+    def op_lines(self, thread: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Rows for work that no Python frame explains (a trace without stacks, a thread with
+        no user code): one per top-level op and ``record_function`` region around it."""
+        if self._top_ops is None:
+            self._top_ops = _top_level_ops(self.trace)
+        rows, index, regions, region_rows = self._top_ops
+        out = np.full(len(t), NONE, dtype=np.int64)
+        op = index.at_many(thread, t)
+        region = regions.at_many(thread, t)
+        strings, cpu = self.trace.strings, self.trace.cpu_ops
+        for k in np.flatnonzero(op != NONE).tolist():
+            name = strings[int(cpu.name[rows[op[k]]])]
+            where = "<ops>"
+            if region[k] != NONE:
+                where = strings[int(cpu.name[region_rows[region[k]]])]
+            out[k] = self._intern(LineKey(where, 0, name, Precision.OP))
+        return out
 
     def callers(self, frame: int) -> tuple[int, ...]:
         """Line ids of the statements that called a user frame invocation (``frame``: an index
@@ -441,7 +464,9 @@ _ROUNDING_NS = 3
 _INNER_FRAMES = 12
 # ``brrr-trace record`` wraps each torch call made from user code in an annotation naming the line.
 MARKER_PREFIX = "brrr.line "
-_RANK = {Precision.FUNCTION: 0, Precision.RECOVERED: 1, Precision.EXACT: 2}
+_RANK = {Precision.OP: -1, Precision.FUNCTION: 0, Precision.RECOVERED: 1, Precision.EXACT: 2}
+# Annotations that mark steps or brrr's own line markers, not regions of the user's code.
+_NOT_REGIONS = ("ProfilerStep#", MARKER_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -452,6 +477,26 @@ class _Children:
     ends: np.ndarray
     exact: tuple[int | None, ...]  # the recorder's call-site line of child frames
     aligned: tuple[int | None, ...]  # lines recovered from the source
+
+
+def _top_level_ops(trace: Trace) -> tuple[np.ndarray, Innermost, Innermost, np.ndarray]:
+    """ATen ops that no other op contains, and the user's record_function regions."""
+    cpu, strings = trace.cpu_ops, trace.strings
+    ops = np.flatnonzero(~cpu.annotation)
+    outer = np.zeros(len(ops), dtype=bool)
+    thread = cpu.thread[ops]
+    for h in np.unique(thread).tolist():
+        sel = np.flatnonzero(thread == h)
+        starts, ends = cpu.start_ns[ops[sel]], cpu.end_ns[ops[sel]]
+        reach = np.concatenate(([np.iinfo(np.int64).min], np.maximum.accumulate(ends)[:-1]))
+        outer[sel] = starts >= reach
+    rows = ops[outer]
+    index = Innermost(cpu.thread[rows], cpu.start_ns[rows], cpu.end_ns[rows])
+    is_region = np.array([not s.startswith(_NOT_REGIONS) for s in strings], dtype=bool)
+    mask = cpu.annotation & is_region[cpu.name] if len(cpu) else cpu.annotation
+    region_rows = np.flatnonzero(mask)
+    regions = Innermost(cpu.thread[mask], cpu.start_ns[mask], cpu.end_ns[mask])
+    return rows, index, regions, region_rows
 
 
 def _local_files(

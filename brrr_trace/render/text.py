@@ -32,6 +32,8 @@ def _pct(part: int, whole: int) -> str:
 
 
 def _line_label(line: LineReport) -> str:
+    if line.precision is Precision.OP:
+        return "(no Python stack)" if line.file == "<ops>" else line.file
     return f"{line.file}:{line.line}"
 
 
@@ -116,7 +118,12 @@ def _lines_table(console: Console, report: Report, top: int) -> None:
     table.add_column("kernels", justify="right", no_wrap=True)
     table.add_column("evidence", overflow="fold")
     for rank, line in enumerate(report.lines[:top], start=1):
-        marker = {Precision.EXACT: "", Precision.RECOVERED: "", Precision.FUNCTION: " (def)"}
+        marker = {
+            Precision.EXACT: "",
+            Precision.RECOVERED: "",
+            Precision.FUNCTION: " (def)",
+            Precision.OP: " (op)",
+        }
         table.add_row(
             str(rank),
             Text(f"{_line_label(line)} {line.function}{marker[line.precision]}"),
@@ -129,6 +136,12 @@ def _lines_table(console: Console, report: Report, top: int) -> None:
             Text(_evidence(line)),
         )
     console.print(table)
+    if any(line.precision is Precision.OP for line in report.lines[:top]):
+        console.print(
+            "[dim](op): no Python frame is known for this work; the row is its top-level op "
+            "(and record_function region); record with with_stack=True or `brrr-trace record` "
+            "for source lines[/]"
+        )
     if any(line.precision is Precision.FUNCTION for line in report.lines[:top]):
         console.print(
             "[dim](def): only the function is known, shown on its def line; pass --source-root "

@@ -34,6 +34,7 @@ _PRECISION_NOTE = {
     Precision.FUNCTION: (
         "function: only the function is known, so its whole cost is shown on its first line"
     ),
+    Precision.OP: "op: no Python frame is known; this is the top-level op that ran it",
 }
 _MAX_KERNEL_NAME = 72
 

@@ -1,0 +1,138 @@
+"""Golden tests of kernel -> line: backward to the node's creator, library code, op rows,
+inclusive time. Each: a few events, the call, the expected lines."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from brrr_trace.options import AnalysisOptions
+from brrr_trace.pipeline import analyze
+from brrr_trace.vocabulary import Precision
+from tests.tracebuilder import AUTOGRAD, frame, kernel, launch, op, write
+
+MM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1"
+ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >"
+EVALUATE = "autograd::engine::evaluate_function: "
+
+
+def gpu_by_line(report) -> dict[tuple[str, int], float]:
+    return {(ln.file, ln.line): ln.gpu_ns / 1000 for ln in report.lines if ln.gpu_ns}
+
+
+def test_backward_goes_to_the_op_that_created_the_node_not_the_first_with_its_number(
+    tmp_path: Path,
+) -> None:
+    # Both forward ops read sequence number 5; only the second (mm) made node 5.
+    events = [
+        frame("train.py(20): make_view", 0.0, 10.0),
+        op("aten::view", 1.0, 5.0, **{"Sequence number": 5}),
+        frame("train.py(30): project", 20.0, 10.0),
+        op("aten::mm", 21.0, 5.0, **{"Sequence number": 5}),
+        op(EVALUATE + "MmBackward0", 100.0, 20.0, tid=AUTOGRAD, **{"Sequence number": 5}),
+        launch(101.0, corr=1, tid=AUTOGRAD),
+        kernel(MM, 105.0, 10.0, corr=1),
+    ]
+    report = analyze(write(tmp_path / "t.json", events))
+    assert gpu_by_line(report) == {("train.py", 30): 10.0}
+    assert report.lines[0].backward_gpu_ns == 10_000
+
+
+def test_a_node_with_hooks_keeps_its_number_on_its_own_op(tmp_path: Path) -> None:
+    events = [
+        frame("train.py(30): project", 0.0, 10.0),
+        op("aten::mm", 1.0, 5.0, **{"Sequence number": 7}),
+        op(EVALUATE + "MmBackward0", 100.0, 20.0, tid=AUTOGRAD),  # no number: a hook is on it
+        op("MmBackward0", 102.0, 15.0, tid=AUTOGRAD, **{"Sequence number": 7}),
+        launch(103.0, corr=1, tid=AUTOGRAD),
+        kernel(MM, 105.0, 10.0, corr=1),
+    ]
+    assert gpu_by_line(analyze(write(tmp_path / "t.json", events))) == {("train.py", 30): 10.0}
+
+
+def test_accumulate_grad_goes_to_the_line_that_called_backward(tmp_path: Path) -> None:
+    events = [
+        frame("train.py(10): step", 0.0, 300.0),
+        frame("torch/_tensor.py(570): backward", 50.0, 200.0),
+        op(EVALUATE + "torch::autograd::AccumulateGrad", 100.0, 20.0, tid=AUTOGRAD),
+        launch(101.0, corr=1, tid=AUTOGRAD),
+        kernel(ADD, 105.0, 10.0, corr=1),
+    ]
+    assert gpu_by_line(analyze(write(tmp_path / "t.json", events))) == {("train.py", 10): 10.0}
+
+
+def test_library_code_lands_on_the_user_line_that_called_it(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(
+        textwrap.dedent(
+            """\
+            def step(model, x):
+                y = x * 2
+                out = model(y)
+                return out
+            """
+        )
+    )
+    events = [
+        frame("train.py(1): step", 0.0, 300.0),
+        frame("nn.Module: TinyViT_0", 100.0, 150.0),
+        # An installed package: the trace shortens its path, only the source root tells.
+        frame("tinyvit/model.py(40): forward", 101.0, 140.0),
+        op("aten::mm", 110.0, 20.0),
+        launch(111.0, corr=1),
+        kernel(MM, 115.0, 10.0, corr=1),
+    ]
+    options = AnalysisOptions(source_root=str(tmp_path))
+    report = analyze(write(tmp_path / "t.json", events), options)
+    assert gpu_by_line(report) == {("train.py", 3): 10.0}
+    assert report.lines[0].precision is Precision.RECOVERED
+
+
+def test_without_python_stacks_each_top_level_op_is_a_row(tmp_path: Path) -> None:
+    events = [
+        {**op("optimizer_step", 0.0, 100.0), "cat": "user_annotation"},
+        op("aten::_foreach_add_", 10.0, 20.0),
+        op("aten::add_", 11.0, 5.0),  # inside the foreach op: not top-level
+        launch(12.0, corr=1),
+        kernel(ADD, 15.0, 10.0, corr=1),
+        op("aten::linear", 200.0, 20.0),
+        launch(201.0, corr=2),
+        kernel(MM, 205.0, 30.0, corr=2),
+    ]
+    report = analyze(write(tmp_path / "t.json", events))
+    rows = {(ln.file, ln.function, ln.precision): ln.gpu_ns / 1000 for ln in report.lines}
+    assert rows == {
+        ("<ops>", "aten::linear", Precision.OP): 30.0,
+        ("optimizer_step", "aten::_foreach_add_", Precision.OP): 10.0,
+    }
+
+
+def test_the_line_that_calls_a_function_carries_its_inclusive_time(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(
+        textwrap.dedent(
+            """\
+            def block(x):
+                return x @ x
+
+            def step(x):
+                y = block(x)
+                return y + 1
+            """
+        )
+    )
+    events = [
+        frame("train.py(4): step", 0.0, 300.0),
+        frame("train.py(1): block", 10.0, 100.0),
+        op("aten::matmul", 20.0, 20.0),
+        launch(21.0, corr=1),
+        kernel(MM, 25.0, 40.0, corr=1),
+        op("aten::add", 200.0, 20.0),
+        launch(201.0, corr=2),
+        kernel(ADD, 205.0, 5.0, corr=2),
+    ]
+    report = analyze(write(tmp_path / "t.json", events), AnalysisOptions(source_root=str(tmp_path)))
+    lines = {
+        ln.line: (ln.gpu_ns / 1000, ln.inclusive_gpu_ns / 1000)
+        for ln in report.lines
+        if ln.inclusive_gpu_ns
+    }
+    assert lines == {2: (40.0, 40.0), 5: (0.0, 40.0), 6: (5.0, 5.0)}
