@@ -254,7 +254,10 @@ def brrr_lines(path: Path, source_root: Path) -> list[tuple[str, int, str]]:
     thread = np.array([index_of.get(key[0], NONE) for _, _, key in items], dtype=np.int64)
     start = np.array([key[1] for _, _, key in items], dtype=np.int64)
     lines = locator.work_lines(thread, start).line
-    return [(name, dur, where(int(line))) for (name, dur, _), line in zip(items, lines.tolist())]
+    return [
+        (name, dur, where(int(line)))
+        for (name, dur, _), line in zip(items, lines.tolist(), strict=True)
+    ]
 
 
 def score(program: str, trace: Path, truth: list[list], source_root: Path) -> Score:  # type: ignore[type-arg]
@@ -267,7 +270,7 @@ def score(program: str, trace: Path, truth: list[list], source_root: Path) -> Sc
     wrong: dict[tuple[str, str], int] = {}
     for block in matcher.get_matching_blocks():
         for offset in range(block.size):
-            name, dur, where = ours[block.a + offset]
+            _, dur, where = ours[block.a + offset]
             _, _, file, line, _how = truth[block.b + offset]
             matched[block.a + offset] = True
             if file is None:
