@@ -138,7 +138,7 @@ def analyze_loaded(
                 line=key.line,
                 function=key.function,
                 precision=key.precision,
-                regime=cost.regime,
+                regime=cost.regime if len(trace.gpu) else None,
                 gpu_ns=cost.gpu_ns,
                 idle_ns=cost.idle_ns,
                 cpu_ns=cost.cpu_ns,
@@ -167,7 +167,7 @@ def analyze_loaded(
                 ),
             )
         )
-    lines.sort(key=lambda r: (-r.total_ns, r.file, r.line))
+    lines.sort(key=lambda r: (-r.total_ns, -r.cpu_ns, r.file, r.line))
     findings = tuple(
         _finding(raw, locator.lines[raw.line_id], mapper, context.span_ns, options)
         for raw in raw_findings

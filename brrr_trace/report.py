@@ -62,7 +62,7 @@ class LineReport:
     line: int
     function: str
     precision: Precision
-    regime: Regime
+    regime: Regime | None  # None on a trace without GPU activity: no GPU claim is made
     gpu_ns: int
     idle_ns: int
     cpu_ns: int

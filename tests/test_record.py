@@ -462,3 +462,34 @@ def test_the_analyzer_places_every_operator_statement_exactly(tmp_path: Path) ->
             seen.setdefault(name, set()).add((key.line, str(key.precision)))
     for name, line in expected.items():
         assert seen[name] == {(line, str(Precision.EXACT))}, (name, seen.get(name))
+
+
+def test_a_cpu_recording_analyzes_to_exact_statement_lines_with_cpu_time(tmp_path: Path) -> None:
+    """`brrr-trace record` on a machine without a GPU, then `brrr-trace analyze`: the report
+    lists the program's operator statements at `exact` precision, with CPU time and no regime."""
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    assert run_cli(tmp_path, "-o", "t.json.gz", "--", "prog.py").returncode == 0
+    done = subprocess.run(
+        [sys.executable, "-m", "brrr_trace", "analyze", "t.json.gz", "--format", "json"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = {ln["line"]: ln for ln in json.loads(done.stdout)["lines"] if ln["file"] == "prog.py"}
+    marks = lines_of(PROGRAM)
+    for statement in ("matmul", "mul_add", "sin", "relu", "setitem", "loop_sub"):
+        line = lines[marks[statement]]
+        assert (line["precision"], line["regime"]) == ("exact", None), line
+        assert line["cpu_us"] > 0 and line["gpu_us"] == 0
+    text = subprocess.run(
+        [sys.executable, "-m", "brrr_trace", "analyze", "t.json.gz"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    assert "Lines by CPU time" in text and f"prog.py:{marks['matmul']} work" in text

@@ -273,7 +273,8 @@ def line_costs(
     out = []
     for k, key in enumerate(locator.lines):  # finding callers may have placed lines of their own
         causes = idle.get(k, {c: 0 for c in IdleCause})
-        if k >= len(count) or (count[k] == 0 and not any(causes.values())):
+        cpu_only = not len(gpu) and k < len(cpu_ns) and cpu_ns[k] > 0  # a trace without GPU
+        if not cpu_only and (k >= len(count) or (count[k] == 0 and not any(causes.values()))):
             if inclusive.get(k, 0):
                 out.append(_caller_only(k, key, inclusive[k], called[k]))
             continue
@@ -379,7 +380,8 @@ def _cpu_time(trace: Trace, locator: Locator) -> tuple[np.ndarray, np.ndarray]:
         reach = np.concatenate(([np.iinfo(np.int64).min], np.maximum.accumulate(ends)[:-1]))
         outer[sel] = starts >= reach
     rows = ops[outer]
-    lines = locator.lines_at(cpu.thread[rows], cpu.start_ns[rows])
+    # Backward ops on the forward lines that made them, as for their kernels.
+    lines = locator.work_lines(cpu.thread[rows], cpu.start_ns[rows]).line
     ok = lines != NONE
     return lines[ok], (cpu.end_ns[rows] - cpu.start_ns[rows])[ok].astype(np.float64)
 

@@ -21,7 +21,7 @@ def _line(line: LineReport) -> dict[str, Any]:
         "line": line.line,
         "function": line.function,
         "precision": str(line.precision),
-        "regime": str(line.regime),
+        "regime": str(line.regime) if line.regime is not None else None,
         "gpu_us": _us(line.gpu_ns),
         "idle_us": _us(line.idle_ns),
         "cpu_us": _us(line.cpu_ns),
@@ -104,7 +104,7 @@ def diff_to_dict(diff: Diff) -> dict[str, Any]:
             "total_us": _us(line.total_ns),
             "gpu_us": _us(line.gpu_ns),
             "idle_us": _us(line.idle_ns),
-            "regime": str(line.regime),
+            "regime": str(line.regime) if line.regime is not None else None,
         }
 
     def finding(f: Finding) -> dict[str, Any]:

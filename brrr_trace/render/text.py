@@ -49,7 +49,11 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
         peak = "" if device.peak else " (peak unknown)"
         console.print(Text(f"GPU {device.id}: {name}{peak}"))
     if s.gpu_utilization is None:
-        console.print("No GPU activity in this trace: nothing to attribute.")
+        console.print(
+            "No GPU activity in this trace: CPU time by line only (no GPU regime is claimed)."
+            if report.lines
+            else "No GPU activity in this trace: nothing to attribute."
+        )
     else:
         span = s.gpu_busy_ns + s.gpu_idle_ns
         console.print(
@@ -79,7 +83,9 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
             console.print(
                 f"Not on any source line: {fmt_time(unplaced)} ({_pct(unplaced, span)} of the span)"
             )
-    if report.lines:
+    if report.lines and s.gpu_utilization is None:
+        _cpu_lines_table(console, report, top)
+    elif report.lines:
         _lines_table(console, report, top)
     if report.findings:
         console.print(Text("Top fixes", style="bold"))
@@ -96,6 +102,41 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
     for note in report.notes:
         console.print(f"[dim]Note: {escape(note)}[/]")
     return buffer.getvalue()
+
+
+_MARKER = {
+    Precision.EXACT: "",
+    Precision.RECOVERED: "",
+    Precision.FUNCTION: " (def)",
+    Precision.OP: " (op)",
+}
+
+
+def _cpu_lines_table(console: Console, report: Report, top: int) -> None:
+    """A trace without GPU activity: the host time of each line's top-level ops."""
+    total = sum(line.cpu_ns for line in report.lines)
+    shown = min(top, len(report.lines))
+    table = Table(
+        title=f"Lines by CPU time ({shown} of {len(report.lines)})",
+        title_justify="left",
+        box=None,
+        pad_edge=False,
+        header_style="bold",
+    )
+    table.add_column("#", justify="right")
+    table.add_column("line", no_wrap=True)
+    table.add_column("precision", no_wrap=True)
+    table.add_column("CPU", justify="right", no_wrap=True)
+    table.add_column("share", justify="right", no_wrap=True)
+    for rank, line in enumerate(report.lines[:top], start=1):
+        table.add_row(
+            str(rank),
+            Text(f"{_line_label(line)} {line.function}{_MARKER[line.precision]}"),
+            str(line.precision),
+            fmt_time(line.cpu_ns),
+            _pct(line.cpu_ns, total),
+        )
+    console.print(table)
 
 
 def _lines_table(console: Console, report: Report, top: int) -> None:
@@ -118,16 +159,11 @@ def _lines_table(console: Console, report: Report, top: int) -> None:
     table.add_column("kernels", justify="right", no_wrap=True)
     table.add_column("evidence", overflow="fold")
     for rank, line in enumerate(report.lines[:top], start=1):
-        marker = {
-            Precision.EXACT: "",
-            Precision.RECOVERED: "",
-            Precision.FUNCTION: " (def)",
-            Precision.OP: " (op)",
-        }
+        regime = line.regime or Regime.OVERHEAD  # a GPU trace's lines always have one
         table.add_row(
             str(rank),
-            Text(f"{_line_label(line)} {line.function}{marker[line.precision]}"),
-            Text(str(line.regime), style=_REGIME_STYLE[line.regime]),
+            Text(f"{_line_label(line)} {line.function}{_MARKER[line.precision]}"),
+            Text(str(regime), style=_REGIME_STYLE[regime]),
             fmt_time(line.total_ns),
             _pct(line.total_ns, span),
             fmt_time(line.gpu_ns),

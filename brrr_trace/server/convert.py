@@ -103,6 +103,8 @@ def _dominant_idle(line: LineReport) -> tuple[IdleCause, int] | None:
 
 def hint_label(line: LineReport) -> str:
     """``⏱ 16.3 ms · compute-bound · 808 TFLOP/s (82%)``: time, regime, and its best evidence."""
+    if line.regime is None:  # a trace without GPU activity
+        return f"⏱ {fmt_time(line.cpu_ns)} CPU"
     parts = [f"⏱ {fmt_time(line.total_ns)}", f"{line.regime}-bound"]
     peak = f" ({100 * line.peak_fraction:.0f}%)" if line.peak_fraction is not None else ""
     if line.regime == Regime.COMPUTE and line.achieved_tflops is not None:
@@ -112,6 +114,10 @@ def hint_label(line: LineReport) -> str:
     elif line.regime == Regime.OVERHEAD and (idle := _dominant_idle(line)) is not None:
         parts.append(f"{idle[0]} idle {fmt_time(idle[1])}")
     return " · ".join(parts)
+
+
+def _bound(line: LineReport) -> str:
+    return f"{line.regime}-bound" if line.regime is not None else "CPU only (no GPU activity)"
 
 
 def hint_tooltip(line: LineReport, span_ns: int) -> str:
@@ -157,7 +163,7 @@ def hover_markdown(
     line: LineReport, report: Report, span_ns: int, findings: Sequence[Finding], trace_name: str
 ) -> str:
     out = [
-        f"**brrr-trace** · `{line.function}` line {line.line} · **{line.regime}-bound** · "
+        f"**brrr-trace** · `{line.function}` line {line.line} · **{_bound(line)}** · "
         f"**{fmt_time(line.total_ns)}** ({_pct(line.total_ns, span_ns)} of the GPU span)",
         "",
         "| regime | time | share of the line |",
@@ -235,7 +241,7 @@ def function_markdown(
         "| --: | :-- | --: |",
     ]
     for line in sorted(lines, key=lambda r: -r.total_ns):
-        out.append(f"| {line.line} | {line.regime} | {fmt_time(line.total_ns)} |")
+        out.append(f"| {line.line} | {line.regime or 'CPU only'} | {fmt_time(line.total_ns)} |")
     out += ["", f"*Trace: {trace_name}*"]
     return "\n".join(out)
 
