@@ -14,7 +14,7 @@ from pathlib import Path
 
 from brrr_trace import __version__
 from brrr_trace.errors import BrrrError
-from brrr_trace.options import AnalysisOptions
+from brrr_trace.options import DEFAULT_EXCLUDED_FILES, AnalysisOptions
 
 log = logging.getLogger("brrr_trace")
 
@@ -41,6 +41,21 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--top", type=int, default=20, help="lines to show (text format)")
     analyze.add_argument(
         "--source-root", help="folder the trace's source paths map onto (default: current folder)"
+    )
+    analyze.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="trace paths that are your code even outside the source root (repeatable)",
+    )
+    analyze.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="trace paths that are never your line, added to torch and the standard library "
+        "(repeatable); their time goes to the line of yours that called them",
     )
     analyze.add_argument("--device", type=int, help="GPU to report on (default: the busiest)")
     analyze.add_argument("--rank", type=int, help="rank to report on, for a folder of rank traces")
@@ -149,6 +164,9 @@ def _analyze(args: argparse.Namespace) -> int:
         source_root=source_root,
         device=args.device,
         rank=args.rank,
+        # The same semantics as the editor's excludeFiles / includeFiles settings.
+        excluded_files=DEFAULT_EXCLUDED_FILES + tuple(args.exclude),
+        included_files=tuple(args.include),
     )
     reports = []
     for trace in traces:

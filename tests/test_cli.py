@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from brrr_trace.cli import main, sample_trace
-from tests.tracebuilder import frame, kernel, launch, write
+from tests.tracebuilder import frame, kernel, launch, op, write
 
 TRACE = [
     frame("train.py(3): step", 0.0, 100.0),
@@ -89,3 +89,26 @@ def test_no_argument_uses_traces_here_else_the_sample(tmp_path: Path, monkeypatc
     captured = capsys.readouterr()
     assert "bundled sample" not in captured.err
     assert json.loads(captured.out)["trace"]["path"].endswith("mine.pt.trace.json")
+
+
+def test_include_and_exclude_globs_decide_what_is_the_users_code(tmp_path: Path) -> None:
+    events = [
+        frame("train.py(10): step", 0.0, 300.0),
+        frame("vendored/attn.py(5): attention", 50.0, 200.0),
+        op("aten::mm", 60.0, 20.0),
+        launch(61.0, corr=1),
+        kernel("gemm", 65.0, 10.0, corr=1),
+    ]
+    trace = write(tmp_path / "t.json", events)
+
+    def lines(*flags: str) -> set[tuple[str, int]]:
+        out = tmp_path / "r.json"
+        assert main(["analyze", str(trace), "--format", "json", "-o", str(out), *flags]) == 0
+        doc = json.loads(out.read_text())
+        return {(ln["file"], ln["line"]) for ln in doc["lines"] if ln["gpu_us"]}
+
+    assert lines() == {("vendored/attn.py", 5)}
+    assert lines("--exclude", "vendored/*") == {("train.py", 10)}
+    assert lines("--exclude", "vendored/*", "--include", "vendored/attn.py") == {
+        ("vendored/attn.py", 5)
+    }
