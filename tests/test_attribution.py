@@ -136,3 +136,23 @@ def test_the_line_that_calls_a_function_carries_its_inclusive_time(tmp_path: Pat
         if ln.inclusive_gpu_ns
     }
     assert lines == {2: (40.0, 40.0), 5: (0.0, 40.0), 6: (5.0, 5.0)}
+
+
+def test_installed_packages_and_the_standard_library_are_not_user_code_on_any_os() -> None:
+    from brrr_trace.analyzers.frames import is_user_file
+
+    options = AnalysisOptions()
+    library = [
+        "C:\\Users\\me\\venv\\Lib\\site-packages\\timm\\models\\vit.py",
+        "C:\\Python311\\Lib\\threading.py",
+        "/opt/conda/envs/x/lib/python3.11/site-packages/transformers/modeling_utils.py",
+        "/usr/lib/python3/dist-packages/numpy/core/numeric.py",
+        "/usr/lib/python3.12/threading.py",
+        "torch/nn/modules/module.py",
+        "threading.py",
+    ]
+    user = ["C:\\work\\proj\\train.py", "/home/me/proj/train.py", "models/gpt.py"]
+    assert [f for f in library if is_user_file(f, options)] == []
+    assert [f for f in user if not is_user_file(f, options)] == []
+    # With the source at hand, a path that maps nowhere under it is library code.
+    assert not is_user_file("tinyvit/model.py", options, local=lambda f: f == "train.py")
