@@ -156,3 +156,21 @@ def test_installed_packages_and_the_standard_library_are_not_user_code_on_any_os
     assert [f for f in user if not is_user_file(f, options)] == []
     # With the source at hand, a path that maps nowhere under it is library code.
     assert not is_user_file("tinyvit/model.py", options, local=lambda f: f == "train.py")
+
+
+def test_findings_still_fire_on_a_trace_recorded_without_stacks(tmp_path: Path) -> None:
+    """The H200 `.item()`-in-a-loop fixture with its Python frames taken out: the sync is
+    charged to the `aten::item` row and host-sync fires there."""
+    import gzip
+    import json
+
+    fixture = Path(__file__).parent / "data" / "h200" / "item_in_loop.json.gz"
+    with gzip.open(fixture, "rt") as handle:
+        doc = json.load(handle)
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "python_function"]
+    stripped = tmp_path / "no_stacks.json"
+    stripped.write_text(json.dumps(doc))
+    report = analyze(stripped)
+    assert {(f.rule, f.function) for f in report.findings} >= {("host-sync", "aten::item")}
+    item = next(ln for ln in report.lines if ln.function == "aten::item")
+    assert item.precision is Precision.OP and item.idle_by_cause_ns["sync"] > 0

@@ -145,3 +145,87 @@ def test_anchors_from_the_recorder_place_the_events_after_them(tmp_path) -> None
     seen = tuple(observe(n, fr) for n, fr in events)
     # An exact anchor on the second event (line 5) moves the walk: the third lands on line 6.
     assert align(body, seen, (None, 5, None)) == (3, 5, 6)
+
+
+def test_a_loop_over_a_module_list_then_the_head_and_the_loss(tmp_path) -> None:
+    """A greedy walk sends the second block to `ln_f` and the third to `head`; the global
+    alignment, with the classes `__init__` assigns, keeps every block on the loop's line."""
+    src = """
+    class GPT(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.blocks = nn.ModuleList([Block() for _ in range(n)])
+            self.ln_f = nn.LayerNorm(8)
+            self.head = nn.Linear(8, 8)
+
+        def forward(self, x, y):
+            for block in self.blocks:
+                x = block(x)
+            logits = self.head(self.ln_f(x))
+            return F.cross_entropy(logits, y)
+    """
+    events = [
+        ("nn.Module: Block_0", FRAME),
+        ("nn.Module: Block_1", FRAME),
+        ("nn.Module: Block_2", FRAME),
+        ("nn.Module: LayerNorm_0", FRAME),
+        ("nn.Module: Linear_0", FRAME),
+        ("torch/nn/functional.py(3400): cross_entropy", FRAME),
+    ]
+    assert lines_of(src, events, tmp_path, "forward") == [11, 11, 11, 12, 12, 13]
+
+
+def test_modules_of_unknown_class_still_fill_the_loop_before_what_follows(tmp_path) -> None:
+    src = """
+    def f(layers, head, x):
+        for layer in layers:
+            x = layer(x)
+        return head(x)
+    """
+    events = [("nn.Module: A_0", FRAME)] * 3 + [("nn.Module: B_0", FRAME)]
+    assert lines_of(src, events, tmp_path) == [4, 4, 4, 5]
+
+
+def test_a_branch_not_taken_and_an_early_return_are_skipped(tmp_path) -> None:
+    src = """
+    def f(x, flag):
+        if flag:
+            x = x.cos()
+        y = x.sin()
+        if y.sum() > 0:
+            return y.exp()
+        return y.tanh()
+    """
+    events = [
+        ("<built-in method sin of Tensor object at 0x1>", FRAME),
+        ("<built-in method sum of Tensor object at 0x1>", FRAME),
+        ("aten::gt", OP),
+        ("aten::is_nonzero", OP),
+        ("<built-in method exp of Tensor object at 0x1>", FRAME),
+    ]
+    assert lines_of(src, events, tmp_path) == [5, 6, 6, 6, 7]
+
+
+def test_a_wrapper_frame_is_matched_by_the_function_it_runs(tmp_path) -> None:
+    """`F.max_pool2d` runs as `torch/_jit_internal.py fn`, `clip_grad_norm_` under a decorator's
+    `_no_grad_wrapper`: the names of the frames they run first say what was called."""
+    src = """
+    def f(x, model):
+        x = F.max_pool2d(x, 2)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    """
+    path = tmp_path / "m.py"
+    path.write_text(textwrap.dedent(src))
+    body = find_body(str(path), path.stat().st_mtime_ns, 2, "f")
+    assert body is not None
+    events = (
+        observe("torch/_jit_internal.py(620): fn", True, frozenset({"_max_pool2d"})),
+        observe(
+            "torch/nn/utils/clip_grad.py(30): _no_grad_wrapper",
+            True,
+            frozenset({"__enter__", "clip_grad_norm_"}),
+        ),
+        observe("torch/optim/optimizer.py(500): wrapper", True, frozenset({"step"})),
+    )
+    assert align(body, events) == (3, 4, 5)

@@ -133,11 +133,7 @@ class Locator:
             if len(self.user_rows)
             else np.full(len(t), NONE, dtype=np.int64)
         )
-        line = self.lines_at(where_thread, where_t)
-        lost = np.flatnonzero(line == NONE)
-        if len(lost):
-            line[lost] = self.op_lines(where_thread[lost], where_t[lost])
-        return WorkLines(line, moved.inside, frame)
+        return WorkLines(self.lines_at(where_thread, where_t), moved.inside, frame)
 
     def op_lines(self, thread: np.ndarray, t: np.ndarray) -> np.ndarray:
         """Rows for work that no Python frame explains (a trace without stacks, a thread with
@@ -229,7 +225,8 @@ class Locator:
         return found
 
     def lines_at(self, thread: np.ndarray, t: np.ndarray) -> np.ndarray:
-        """Line id at each (thread, time), NONE where nothing in the trace says."""
+        """Line id at each (thread, time): a source line, else the op row of the top-level op
+        running there, NONE where nothing in the trace says."""
         out = np.full(len(t), NONE, dtype=np.int64)
         if len(self.user_rows):
             local = self.user_frames.at_many(thread, t)
@@ -243,6 +240,9 @@ class Locator:
                 line = self._legacy_line(int(self._stack_rows[local[k]]))
                 if line != NONE:
                     out[k] = line
+        lost = np.flatnonzero(out == NONE)
+        if len(lost):
+            out[lost] = self.op_lines(thread[lost], t[lost])
         return out
 
     # -- call-site recovery -----------------------------------------------------------------
