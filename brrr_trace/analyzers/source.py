@@ -1,12 +1,11 @@
-"""Call-site recovery: which statement of a function issued each op (DESIGN §5).
+"""What a function body can produce, statement by statement (DESIGN §5).
 
-Modern torch names a Python frame by its ``def`` line only. When the source file is at hand,
-the events directly inside one invocation of a user function (child Python frames and ATen ops
-issued by operators) are aligned, in execution order, with what the function body can produce:
-``a @ b`` can only make ``matmul``, ``x.cos()`` a built-in-method frame named ``cos``,
-``self.fc(x)`` an ``nn.Module`` frame, a ``for`` over a DataLoader its ``__next__`` frames.
-The walk moves forward through the statements and may wrap to the start of an enclosing loop;
-an event that matches nothing takes the line of its neighbours when they agree, else none.
+Modern torch names a Python frame by its ``def`` line only. When the source file is at hand, a
+function body is flattened into slots, in evaluation order, each saying what a statement can
+show up as among the events of one invocation: ``a @ b`` can only make ``matmul``, ``x.cos()``
+a built-in-method frame named ``cos``, ``self.fc(x)`` an ``nn.Module`` frame of the class that
+``__init__`` assigned to ``self.fc``, a ``for`` over a DataLoader its ``__next__`` frames.
+``alignment.align`` then places the observed events on the slots.
 """
 
 from __future__ import annotations
