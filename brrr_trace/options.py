@@ -54,6 +54,9 @@ class AnalysisOptions:
     achievable_link: float = 0.85
     achievable_bandwidth: float = 0.8
     default_link_gbps: float = 25.0  # host link when the GPU is unknown (PCIe 4.0 x16, practical)
+    # An op may beat its roofline bound by this much (clock and rounding noise) before the
+    # model is said not to explain it.
+    roofline_slack: float = 0.0
     excluded_files: tuple[str, ...] = DEFAULT_EXCLUDED_FILES
     included_files: tuple[str, ...] = ()
     source_root: str | None = None

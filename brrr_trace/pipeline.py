@@ -14,7 +14,7 @@ from brrr_trace import __version__
 from brrr_trace.analyzers.attribution import LineKey, Locator, attribute_ops
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.paths import PathMapper
-from brrr_trace.analyzers.regimes import REGIMES, classify_ops, line_costs
+from brrr_trace.analyzers.regimes import REGIMES, OpClasses, classify_ops, line_costs
 from brrr_trace.analyzers.roofline import GpuPeak, kernel_kind, match_device
 from brrr_trace.analyzers.rules import RawFinding, RuleContext
 from brrr_trace.analyzers.rules import find as find_findings
@@ -236,8 +236,24 @@ def analyze_loaded(
         summary=summary,
         lines=tuple(lines),
         findings=findings,
-        problems=tuple(ProblemReport(p.kind, p.count, p.detail) for p in loaded.problems),
+        problems=tuple(ProblemReport(p.kind, p.count, p.detail) for p in loaded.problems)
+        + _roofline_problems(classes),
         notes=tuple(notes),
+    )
+
+
+def _roofline_problems(classes: OpClasses) -> tuple[ProblemReport, ...]:
+    count, ns = classes.unexplained
+    if not count:
+        return ()
+    return (
+        ProblemReport(
+            "roofline-unexplained",
+            count,
+            f"{count} GPU op(s), {ns / 1e6:.2f} ms in all, ran faster than the device's peak "
+            "allows for the FLOPs and bytes their shapes imply (data served from cache, or a "
+            "byte count the model overestimates); their rates are left out of the lines",
+        ),
     )
 
 

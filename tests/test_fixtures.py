@@ -17,8 +17,10 @@ import pytest
 
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.pipeline import analyze
+from brrr_trace.render import json as render_json
 from brrr_trace.report import Report
 from brrr_trace.vocabulary import Precision, Regime
+from tests.report_checks import assert_no_rate_above_the_peak
 
 DATA = Path(__file__).resolve().parent / "data"
 H200 = DATA / "h200"
@@ -105,3 +107,16 @@ def test_without_the_source_lines_fall_back_to_the_def_line(tmp_path: Path) -> N
     ranges = function_ranges()
     assert defs <= {ranges["chain_ops"][0], ranges["elementwise_chain"][0]}
     assert all(line.precision is Precision.FUNCTION for line in report.lines)
+
+
+ALL_H200 = sorted(p for p in H200.glob("*.json.gz")) + sorted(
+    p
+    for p in (DATA / "realcode" / "h200").glob("*.json.gz")
+    if not p.name.endswith("truth.json.gz")
+)
+
+
+@pytest.mark.parametrize("path", ALL_H200, ids=[p.name for p in ALL_H200])
+def test_no_line_is_faster_than_the_roofline_allows(path: Path) -> None:
+    report = analyze(path, AnalysisOptions(source_root=str(DATA)))
+    assert_no_rate_above_the_peak(json.loads(render_json.render(report)))

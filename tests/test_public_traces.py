@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from brrr_trace.cli import main
 from tests.conftest import PUBLIC
+from tests.report_checks import assert_no_rate_above_the_peak
 
 FILES = (
     sorted(p for p in PUBLIC.rglob("*") if p.name.endswith((".json", ".json.gz")))
@@ -27,6 +29,7 @@ def test_public_trace_gives_a_report_or_one_clear_line(path: Path, capsys, publi
     else:
         assert code == 0, captured.err
         assert captured.out.startswith("{")
+        assert_no_rate_above_the_peak(json.loads(captured.out))
 
 
 def test_public_folder_exists_or_skips(public_traces: Path) -> None:

@@ -49,6 +49,11 @@ class OpClasses:
     nbytes: np.ndarray
     roof_s: np.ndarray  # roofline lower bound on the op's time, NaN when unknown
     ridge: np.ndarray  # FLOP/byte ridge of the ceiling the verdict used, NaN when unknown
+    # Time the cost was spent in: on the kernel carrying an op's cost, all the op's kernels.
+    cost_ns: np.ndarray
+    # Ops that ran faster than their roofline bound allows (data in cache, a byte count the
+    # model overestimates): their FLOPs and bytes are left out. (count, GPU ns)
+    unexplained: tuple[int, int] = (0, 0)
 
 
 _KINDS = tuple(KernelKind)
@@ -159,7 +164,17 @@ def classify_ops(
         regime[row], flops[row], nbytes[row], roof[row], ridge[row] = verdict
     tiny = (duration < options.tiny_kernel_ns) & (gpu.kind != GPU_MEMCPY)
     regime[tiny] = REGIMES.index(Regime.OVERHEAD)
-    return OpClasses(_KINDS, op_kind, regime, flops, nbytes, roof, ridge)
+    cost_ns = duration.astype(np.float64)
+    if has_op.any():
+        # An op's FLOPs and bytes were spent over all its kernels, not only its longest.
+        per_op = np.bincount(ops.cpu_op[has_op], weights=duration[has_op].astype(np.float64))
+        on = np.flatnonzero(carrier)
+        cost_ns[on] = per_op[ops.cpu_op[on]]
+    # No rate above the device's peak: the model cannot explain an op faster than its bound.
+    too_fast = roof * 1e9 > cost_ns * (1 + options.roofline_slack)
+    unexplained = (int(too_fast.sum()), int(cost_ns[too_fast].sum()))
+    flops[too_fast] = nbytes[too_fast] = roof[too_fast] = np.nan
+    return OpClasses(_KINDS, op_kind, regime, flops, nbytes, roof, ridge, cost_ns, unexplained)
 
 
 class _ValueCache:
@@ -251,6 +266,7 @@ def line_costs(
             idle.setdefault(line_id, {c: 0 for c in IdleCause})[cause] += ns
     dur = (gpu.end_ns - gpu.start_ns)[placed].astype(np.float64)
     top = _top_kernels(gpu.name[placed], line, dur)
+    cost_ns = classes.cost_ns[placed]
     profiled: dict[int, int] = {}
     for (line_id, _), ns in timeline.profiler_charges.items():
         profiled[line_id] = profiled.get(line_id, 0) + ns
@@ -259,13 +275,13 @@ def line_costs(
     roof = classes.roof_s[placed]
     has_f, has_b, has_r = ~np.isnan(flops), ~np.isnan(nbytes), ~np.isnan(roof)
     flops_sum = np.bincount(line[has_f], weights=flops[has_f], minlength=n_lines)
-    flops_ns = np.bincount(line[has_f], weights=dur[has_f], minlength=n_lines)
+    flops_ns = np.bincount(line[has_f], weights=cost_ns[has_f], minlength=n_lines)
     flops_n = np.bincount(line[has_f], minlength=n_lines)
     bytes_sum = np.bincount(line[has_b], weights=nbytes[has_b], minlength=n_lines)
-    bytes_ns = np.bincount(line[has_b], weights=dur[has_b], minlength=n_lines)
+    bytes_ns = np.bincount(line[has_b], weights=cost_ns[has_b], minlength=n_lines)
     bytes_n = np.bincount(line[has_b], minlength=n_lines)
     roof_sum = np.bincount(line[has_r], weights=roof[has_r] * 1e9, minlength=n_lines)
-    roof_ns = np.bincount(line[has_r], weights=dur[has_r], minlength=n_lines)
+    roof_ns = np.bincount(line[has_r], weights=cost_ns[has_r], minlength=n_lines)
     ridge_of = _dominant_ridge(line, classes.ridge[placed], excl, n_lines)
     inclusive, called = _inclusive(
         locator, ops.frame[placed], line, classes.regime[placed], excl, gpu_ns
