@@ -18,6 +18,7 @@ import numpy as np
 from brrr_trace.analyzers.attribution import Locator, OpAttribution
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.regimes import LineCost, OpClasses
+from brrr_trace.analyzers.replay import saving_without_waits
 from brrr_trace.analyzers.roofline import GpuPeak, is_tf32_kernel, kernel_dtype
 from brrr_trace.analyzers.timeline import Timeline
 from brrr_trace.options import AnalysisOptions
@@ -155,15 +156,37 @@ def _idle_rule(
 
 
 def host_sync(ctx: RuleContext) -> Iterator[RawFinding]:
-    return _idle_rule(
-        ctx,
-        "host-sync",
-        IdleCause.SYNC,
-        "the host waits for the GPU on this line (.item(), .cpu(), print, synchronize): the "
-        "queue drains and the GPU idles {idle}",
-        "Keep the value on the GPU (accumulate a tensor) and read it once per step or every N "
-        'steps; torch.cuda.set_sync_debug_mode("warn") finds hidden syncs.',
-    )
+    """The saving is a replay of the GPU's queue with the line's waits removed: the launches
+    after each wait come that much earlier, and the streams run them as soon as they can."""
+    by_line = {cost.line_id: cost for cost in ctx.costs}
+    host = ctx.trace.host_calls
+    blocking = ctx.timeline.blocking_rows
+    # A line's fix removes every blocking call it makes (.item() copies, then synchronizes).
+    line_of = ctx.locator.lines_at(host.thread[blocking], host.start_ns[blocking])
+    for line_id, waits in ctx.timeline.sync_waits.items():
+        cost = by_line.get(line_id)
+        if cost is None:
+            continue
+        removed = set(blocking[line_of == line_id].tolist()) | set(waits)
+        saving = saving_without_waits(ctx.trace, ctx.ops, ctx.locator, blocking, removed)
+        if not ctx.worth_it(saving):
+            continue
+        blocked = int((host.end_ns[list(waits)] - host.start_ns[list(waits)]).sum())
+        yield RawFinding(
+            "host-sync",
+            line_id,
+            saving,
+            f"the host waits for the GPU on this line (.item(), .cpu(), print, synchronize) "
+            f"{len(waits)} time(s), {_ms(blocked)} in all; the queue drains and the GPU idles "
+            f"{_ms(cost.idle_by_cause.get(IdleCause.SYNC, 0))} until the host catches up",
+            "Keep the value on the GPU (accumulate a tensor) and read it once per step or every "
+            'N steps; torch.cuda.set_sync_debug_mode("warn") finds hidden syncs.',
+            {
+                "sync_idle_us": round(cost.idle_by_cause.get(IdleCause.SYNC, 0) / 1e3, 1),
+                "blocked_us": round(blocked / 1e3, 1),
+                "replayed": "waits removed",
+            },
+        )
 
 
 def dataloader_stall(ctx: RuleContext) -> Iterator[RawFinding]:

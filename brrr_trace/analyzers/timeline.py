@@ -76,6 +76,10 @@ class Timeline:
     # (line id, cause) -> the profiler's own estimated cost inside that idle (host-side gaps):
     # each event the profiler records on the host thread during a gap slowed the host down.
     profiler_charges: dict[tuple[int, IdleCause], int] = field(default_factory=dict)
+    # line id -> the blocking calls (host rows) on it after which the GPU's queue ran dry.
+    sync_waits: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    # Every blocking host call: syncs, synchronous copies, device-to-host copies.
+    blocking_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 def build_timeline(
@@ -85,6 +89,7 @@ def build_timeline(
     exclusive = np.zeros(len(gpu), dtype=np.int64)
     charges: dict[tuple[int, IdleCause], int] = {}
     profiler: dict[tuple[int, IdleCause], int] = {}
+    waits: dict[int, set[int]] = {}
     sync = _sync_calls(trace, ops)
     devices = []
     for device in np.unique(gpu.device).tolist():
@@ -97,8 +102,9 @@ def build_timeline(
         gap_rows = rows[is_gap]
         gap_start, gap_end = before[is_gap], start[is_gap]
         cause = _classify(
-            trace, ops, locator, options, sync, gap_start, gap_end, gap_rows, charges, profiler
-        )
+            trace, ops, locator, options, sync, gap_start, gap_end, gap_rows, charges, profiler,
+            waits,
+        )  # fmt: skip
         devices.append(
             DeviceTimeline(
                 device=int(device),
@@ -116,7 +122,20 @@ def build_timeline(
         exclusive_ns=exclusive,
         idle_charges=charges,
         profiler_charges=profiler,
+        sync_waits={line: tuple(sorted(w)) for line, w in waits.items()},
+        blocking_rows=sync.row,
     )
+
+
+def _sync_before(sync: _SyncCalls, g0: np.ndarray, tol: int) -> np.ndarray:
+    """For each gap start: the host row of the sync call it began in or right after, NONE."""
+    out = np.full(len(g0), NONE, dtype=np.int64)
+    if len(sync.start):
+        j = np.searchsorted(sync.start, g0 + tol, side="right") - 1
+        ok = j >= 0
+        ok[ok] = sync.end[j[ok]] >= g0[ok] - tol
+        out[ok] = sync.row[j[ok]]
+    return out
 
 
 @dataclass(frozen=True)
@@ -153,6 +172,7 @@ def _classify(
     next_rows: np.ndarray,
     charges: dict[tuple[int, IdleCause], int],
     profiler: dict[tuple[int, IdleCause], int],
+    waits: dict[int, set[int]],
 ) -> np.ndarray:
     host = trace.host_calls
     n = len(g0)
@@ -189,12 +209,7 @@ def _classify(
     profiler_cost = locator.profiler_cost_between
 
     # sync: the host sat in a blocking call when the queue ran dry.
-    sync_row = np.full(n, NONE, dtype=np.int64)
-    if len(sync.start):
-        j = np.searchsorted(sync.start, g0 + tol, side="right") - 1
-        ok = j >= 0
-        ok[ok] = sync.end[j[ok]] >= g0[ok] - tol
-        sync_row[ok] = sync.row[j[ok]]
+    sync_row = _sync_before(sync, g0, tol)
     is_sync = sync_row != NONE
     cause[is_sync] = _CAUSE_CODE[IdleCause.SYNC]
     if is_sync.any():
@@ -202,6 +217,8 @@ def _classify(
         sync_lines = locator.lines_at(sync_threads, host.start_ns[sync_row[is_sync]])
         cost = profiler_cost(sync_threads, g0[is_sync], g1[is_sync])
         charge_many(sync_lines, (g1 - g0)[is_sync], IdleCause.SYNC, cost)
+        for line, row in zip(sync_lines.tolist(), sync_row[is_sync].tolist(), strict=True):
+            waits.setdefault(line, set()).add(row)
 
     undecided = ~is_sync
     # dataloader: the launching thread was inside DataLoader.__next__ for most of the gap.
