@@ -8,7 +8,7 @@ from pathlib import Path
 
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.pipeline import analyze
-from brrr_trace.vocabulary import Precision
+from brrr_trace.vocabulary import IdleCause, Precision
 from tests.tracebuilder import AUTOGRAD, frame, kernel, launch, op, write
 
 MM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1"
@@ -174,3 +174,19 @@ def test_findings_still_fire_on_a_trace_recorded_without_stacks(tmp_path: Path) 
     assert {(f.rule, f.function) for f in report.findings} >= {("host-sync", "aten::item")}
     item = next(ln for ln in report.lines if ln.function == "aten::item")
     assert item.precision is Precision.OP and item.idle_by_cause_ns["sync"] > 0
+
+
+def test_idle_before_a_late_backward_launch_goes_to_the_forward_line(tmp_path: Path) -> None:
+    events = [
+        frame("train.py(30): project", 0.0, 20.0),
+        op("aten::mm", 1.0, 5.0, **{"Sequence number": 5}),
+        launch(2.0, corr=1),
+        kernel(MM, 5.0, 10.0, corr=1),  # the forward kernel ends at 15
+        op(EVALUATE + "MmBackward0", 100.0, 200.0, tid=AUTOGRAD, **{"Sequence number": 5}),
+        launch(250.0, corr=2, tid=AUTOGRAD),  # the engine launches late
+        kernel(MM, 255.0, 10.0, corr=2),
+    ]
+    report = analyze(write(tmp_path / "t.json", events))
+    line = next(ln for ln in report.lines if (ln.file, ln.line) == ("train.py", 30))
+    assert line.idle_by_cause_ns[IdleCause.HOST] == 240_000  # 15 -> 255
+    assert report.summary.unattributed_idle_ns == 0

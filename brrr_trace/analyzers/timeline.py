@@ -236,16 +236,25 @@ def _classify(
     cause[is_host] = _CAUSE_CODE[IdleCause.HOST]
     host_idx = np.flatnonzero(is_host)
     if len(host_idx):
+        next_of = ops.line[next_rows[host_idx]]
+        # The autograd engine launched late: the forward line whose backward it was running.
+        in_backward = locator.backward_points(thread[host_idx], launched_at[host_idx]).inside
         at_start = locator.lines_at(thread[host_idx], g0[host_idx])
-        same = locator.user_frames.positions(thread[host_idx], g0[host_idx]) == (
-            locator.user_frames.positions(thread[host_idx], g1[host_idx])
+        at_start = np.where(in_backward | (at_start == NONE), next_of, at_start)
+        same = in_backward | (
+            locator.user_frames.positions(thread[host_idx], g0[host_idx])
+            == locator.user_frames.positions(thread[host_idx], g1[host_idx])
         )
         cost = profiler_cost(thread[host_idx], g0[host_idx], g1[host_idx])
         charge_many(at_start[same], (g1 - g0)[host_idx[same]], IdleCause.HOST, cost[same])
-        for k, c in zip(host_idx[~same].tolist(), cost[~same].tolist(), strict=True):
+        rest = ~same
+        for k, c, fallback in zip(
+            host_idx[rest].tolist(), cost[rest].tolist(), next_of[rest].tolist(), strict=True
+        ):
             length = int(g1[k] - g0[k])
             for line, ns in locator.lines_over(int(thread[k]), int(g0[k]), int(g1[k])):
-                charge(line, IdleCause.HOST, ns, c * ns // length if length else 0)
+                owner = fallback if line == NONE else line
+                charge(owner, IdleCause.HOST, ns, c * ns // length if length else 0)
 
     # launch: work was already submitted; a short gap is the launch latency of the next op.
     is_launch = undecided & known & ~is_host & ((g1 - g0) <= options.launch_gap_ns)
