@@ -190,3 +190,28 @@ def test_idle_before_a_late_backward_launch_goes_to_the_forward_line(tmp_path: P
     line = next(ln for ln in report.lines if (ln.file, ln.line) == ("train.py", 30))
     assert line.idle_by_cause_ns[IdleCause.HOST] == 240_000  # 15 -> 255
     assert report.summary.unattributed_idle_ns == 0
+
+
+def test_kernels_launched_before_the_window_take_the_lines_of_the_same_tail(
+    tmp_path: Path,
+) -> None:
+    """A GPU-bound step: the window opens while the last step's tail still runs. Its kernels
+    have no launch in the trace; the recorded steps end with the same kernels in that order."""
+    a, b, c = "kernel_a", "kernel_b", "kernel_c"
+    events = [kernel(b, 0.0, 10.0, corr=90), kernel(c, 10.0, 10.0, corr=91)]  # launched earlier
+    t, corr = 30.0, 1
+    for _ in range(2):
+        for name, line in ((a, 1), (b, 2), (c, 3)):
+            events += [
+                frame(f"train.py({line}): f{line}", t, 5.0),
+                launch(t + 1.0, corr=corr),
+                kernel(name, t + 2.0, 10.0, corr=corr),
+            ]
+            t, corr = t + 20.0, corr + 1
+    report = analyze(write(tmp_path / "t.json", events))
+    assert gpu_by_line(report) == {
+        ("train.py", 1): 20.0,
+        ("train.py", 2): 30.0,
+        ("train.py", 3): 30.0,
+    }
+    assert report.summary.unattributed_gpu_ns == 0

@@ -28,7 +28,7 @@ from brrr_trace.analyzers.intervals import NONE, Innermost
 from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.source import Body, Observed, find_body, frame_function, observe
 from brrr_trace.options import AnalysisOptions
-from brrr_trace.traces.model import NO_ID, Trace
+from brrr_trace.traces.model import NO_ID, GpuOps, Trace
 from brrr_trace.vocabulary import Precision
 
 _DATALOADER_NEXT = ("dataloader.py", "__next__")
@@ -613,7 +613,44 @@ def attribute_ops(trace: Trace, locator: Locator) -> OpAttribution:
     frame = np.full(n, NONE, dtype=np.int64)
     found = locator.work_lines(thread[has], t[has])
     line[has], backward[has], frame[has] = found.line, found.backward, found.frame
+    for source, target in _launched_before_the_window(gpu, has):
+        line[target], backward[target], frame[target] = (
+            line[source],
+            backward[source],
+            frame[source],
+        )
     return OpAttribution(launch=launch, cpu_op=cpu_op, line=line, backward=backward, frame=frame)
+
+
+def _launched_before_the_window(gpu: GpuOps, has: np.ndarray) -> list[tuple[int, int]]:
+    """(launched op, op without a launch) pairs for the ops that ran at the start of the window
+    but were launched before it: the tail of the step before. Steps repeat, so that tail is the
+    tail of the recorded steps too; the same kernels in the same order give its lines."""
+    pairs: list[tuple[int, int]] = []
+    for device in np.unique(gpu.device).tolist():
+        on = gpu.device == device
+        orphans = np.flatnonzero(on & ~has)
+        launched = np.flatnonzero(on & has)
+        if not len(orphans) or not len(launched):
+            continue
+        first_launched = int(gpu.start_ns[launched].min())
+        orphans = orphans[gpu.start_ns[orphans] < first_launched]
+        orphans = orphans[np.argsort(gpu.start_ns[orphans], kind="stable")]
+        launched = launched[np.argsort(gpu.correlation[launched], kind="stable")]
+        names, tail = gpu.name[launched], gpu.name[orphans]
+        for skip in range(len(tail)):
+            want = tail[skip:]
+            if len(want) > len(names):
+                continue
+            windows = np.lib.stride_tricks.sliding_window_view(names, len(want))
+            hits = np.flatnonzero((windows == want).all(axis=1))
+            if len(hits):
+                at = int(hits[-1])
+                pairs += zip(
+                    launched[at : at + len(want)].tolist(), orphans[skip:].tolist(), strict=True
+                )
+                break
+    return pairs
 
 
 def link_launches(gpu_correlation: np.ndarray, host_correlation: np.ndarray) -> np.ndarray:
