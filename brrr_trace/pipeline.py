@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from brrr_trace import __version__
-from brrr_trace.analyzers.attribution import LineKey, Locator, attribute_ops
+from brrr_trace.analyzers.attribution import Locator, attribute_ops
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.regimes import REGIMES, OpClasses, classify_ops, line_costs
@@ -126,7 +126,8 @@ def analyze_loaded(
     raw_findings = find_findings(context)
     rules_of_line: dict[int, list[str]] = {}
     for raw in raw_findings:
-        rules_of_line.setdefault(raw.line_id, []).append(raw.rule)
+        for line_id in raw.covers or (raw.line_id,):
+            rules_of_line.setdefault(line_id, []).append(raw.rule)
 
     lines = []
     for cost in costs:
@@ -169,8 +170,7 @@ def analyze_loaded(
         )
     lines.sort(key=lambda r: (-r.total_ns, -r.cpu_ns, r.file, r.line))
     findings = tuple(
-        _finding(raw, locator.lines[raw.line_id], mapper, context.span_ns, options)
-        for raw in raw_findings
+        _finding(raw, locator, mapper, context.span_ns, options) for raw in raw_findings
     )
 
     dev = next((d for d in timeline.devices if d.device == device), None)
@@ -258,8 +258,11 @@ def _roofline_problems(classes: OpClasses) -> tuple[ProblemReport, ...]:
 
 
 def _finding(
-    raw: RawFinding, key: LineKey, mapper: PathMapper, span_ns: int, options: AnalysisOptions
+    raw: RawFinding, locator: Locator, mapper: PathMapper, span_ns: int, options: AnalysisOptions
 ) -> Finding:
+    key = locator.lines[raw.line_id]
+    covered = [locator.lines[k] for k in raw.covers or (raw.line_id,)]
+    lines = tuple(sorted({c.line for c in covered if c.file == key.file} | {key.line}))
     share = raw.est_savings_ns / span_ns if span_ns else 0.0
     severity = (
         "warning"
@@ -280,6 +283,7 @@ def _finding(
         function=key.function,
         evidence=raw.evidence,
         doc=f"docs/rules/{raw.rule}.md",
+        lines=lines,
     )
 
 

@@ -103,6 +103,7 @@ class Finding:
     function: str = ""
     evidence: dict[str, float | int | str] = field(default_factory=dict)
     doc: str = ""  # the rule's documentation page, relative to the repository
+    lines: tuple[int, ...] = ()  # every line of `file` the finding covers, `line` among them
 
 
 @dataclass(frozen=True)

@@ -106,3 +106,11 @@ def test_findings_are_ranked_and_carry_evidence_and_docs() -> None:
     assert (Path(__file__).resolve().parent.parent / top.doc).is_file()
     # The optimizer line is explained once, not also as generic launch overhead.
     assert not any(f.rule == "launch-overhead" and f.line == top.line for f in findings)
+
+
+def test_a_finding_over_several_lines_names_them_all_and_each_line_lists_it() -> None:
+    found = report("manual_attention")
+    (finding,) = [f for f in found.findings if f.rule == "manual-attention"]
+    assert len(finding.lines) >= 3 and finding.line in finding.lines
+    marked = {ln.line for ln in found.lines if "manual-attention" in ln.findings}
+    assert marked == set(finding.lines)

@@ -34,6 +34,7 @@ class RawFinding:
     message: str
     fix: str
     evidence: dict[str, float | int | str] = field(default_factory=dict)
+    covers: tuple[int, ...] = ()  # every line id the finding spans; () means line_id alone
 
 
 @dataclass
@@ -368,6 +369,7 @@ def unfused_elementwise(ctx: RuleContext) -> Iterator[RawFinding]:
             f"Fuse them: decorate {fn[1]} with @torch.compile (or use in-place ops and "
             "fewer dtype casts).",
             {"kernels": len(rows), "runs": len(found), "lines": len(numbers)},
+            covers=tuple(int(k) for k in line_ids),
         )
 
 
@@ -427,6 +429,7 @@ def manual_attention(ctx: RuleContext) -> Iterator[RawFinding]:
             "Use the fused kernel: torch.nn.functional.scaled_dot_product_attention(q, k, v, "
             "attn_mask=..., is_causal=...).",
             {"lines": len(span), "flops": int(flops)},
+            covers=tuple(span),
         )
 
 

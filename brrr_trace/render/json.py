@@ -85,6 +85,7 @@ def to_dict(report: Report) -> dict[str, Any]:
                 "function": f.function,
                 "evidence": f.evidence,
                 "doc": f.doc,
+                "lines": list(f.lines or (f.line,)),
             }
             for f in report.findings
         ],

@@ -410,11 +410,11 @@ class BrrrServer(LanguageServer):
             return []
         path, index = found
         positions = self.positions(index)
-        diagnostics = (
-            convert.diagnostic(f, snapshot.span_ns, self.settings, positions)
+        return [
+            d
             for f in snapshot.findings(path)
-        )
-        return [d for d in diagnostics if d is not None]
+            for d in convert.diagnostics(f, snapshot.span_ns, self.settings, positions, uri)
+        ]
 
     def publish_diagnostics(self) -> None:
         """Diagnostics for every file with findings and every open document; clear the rest."""

@@ -316,13 +316,44 @@ def diagnostic_message(finding: Finding, span_ns: int) -> str:
     return f"{finding.message.rstrip()} ({saving})"
 
 
+def diagnostics(
+    finding: Finding, span_ns: int, settings: Settings, positions: Positions, uri: str
+) -> list[t.Diagnostic]:
+    """One diagnostic on the finding's line, and one on each other line it covers (a chain of
+    ops, attention written over several lines), each pointing at the others."""
+    lines = [n for n in (finding.lines or (finding.line,)) if positions.index.line_text(n)]
+    out = []
+    for number in lines:
+        own = diagnostic(finding, span_ns, settings, positions, number)
+        if own is None:
+            continue
+        if len(lines) > 1:
+            own.related_information = [
+                t.DiagnosticRelatedInformation(
+                    location=t.Location(
+                        uri=uri, range=positions.range(*positions.index.statement_range(other))
+                    ),
+                    message=f"{finding.rule}: line {other}",
+                )
+                for other in lines
+                if other != number
+            ]
+        out.append(own)
+    return out
+
+
 def diagnostic(
-    finding: Finding, span_ns: int, settings: Settings, positions: Positions
+    finding: Finding,
+    span_ns: int,
+    settings: Settings,
+    positions: Positions,
+    line: int | None = None,
 ) -> t.Diagnostic | None:
-    if positions.index.line_text(finding.line) is None:
+    line = finding.line if line is None else line
+    if positions.index.line_text(line) is None:
         return None
     return t.Diagnostic(
-        range=positions.range(*positions.index.statement_range(finding.line)),
+        range=positions.range(*positions.index.statement_range(line)),
         message=diagnostic_message(finding, span_ns),
         severity=severity(finding, span_ns, settings),
         code=finding.rule,

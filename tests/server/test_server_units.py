@@ -443,3 +443,17 @@ def test_analyze_does_not_import_the_server(tmp_path: Path) -> None:
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     assert out.stat().st_size > 0
+
+
+def test_a_finding_over_several_lines_marks_each_and_points_at_the_others() -> None:
+    index = SourceIndex("s = q @ k\np = s.softmax(-1)\no = p @ v\n")
+    positions = Positions(index, PositionCodec(t.PositionEncodingKind.Utf16))
+    spanning = Finding(
+        "manual-attention", "warning", "a.py", "/w/a.py", 1, "m", "f", 10, lines=(1, 2, 3, 9)
+    )
+    found = convert.diagnostics(spanning, 100, Settings(), positions, "file:///w/a.py")
+    assert [d.range.start.line for d in found] == [0, 1, 2]  # line 9 is past the end
+    assert {d.code for d in found} == {"manual-attention"}
+    assert [r.location.range.start.line for r in found[1].related_information or []] == [0, 2]
+    single = convert.diagnostics(finding("host-sync", 2, 5), 100, Settings(), positions, "u")
+    assert len(single) == 1 and single[0].related_information is None
