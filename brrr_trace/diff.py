@@ -3,7 +3,10 @@ and whether time scales with the work (the essay's batch-size test).
 
 Horace He's test for overhead: double the batch; if the time barely moves, the line was
 overhead-bound. With shapes in both traces the work ratio of each line is measured (its FLOPs,
-else its bytes), so the test needs no knowledge of what was changed.
+else its bytes), so the test needs no knowledge of what was changed. It applies only when the
+work changed by size: the same kernels, FLOPs and bytes grown alike. A dtype change (fp32 ->
+bf16 keeps the FLOPs, halves the bytes and swaps the kernels) says nothing about overhead, and
+the change says so instead of giving a verdict.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from brrr_trace.analyzers.roofline import kernel_dtype
 from brrr_trace.report import Finding, LineReport, Report
 from brrr_trace.vocabulary import Regime
 
@@ -18,6 +22,8 @@ from brrr_trace.vocabulary import Regime
 SCALES_ABOVE = 0.6
 FLAT_BELOW = 0.3
 MIN_WORK_RATIO = 1.5
+# Within this factor, FLOPs or bytes count as unchanged.
+SIZE_CHANGE_AGREEMENT = 1.25
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,7 @@ class LineChange:
     work_ratio: float | None  # FLOPs (else bytes) after / before
     scaling: float | None  # exponent of time against work
     verdict: str | None  # "scales with work", "does not scale: overhead", "partly"
+    why_no_verdict: str | None = None  # when the work changed but not by size
 
     @property
     def before_ns(self) -> int:
@@ -68,10 +75,13 @@ def compare(before: Report, after: Report) -> Diff:
     for key in sorted(set(old) | set(new)):
         b, a = old.get(key), new.get(key)
         ratio = _work_ratio(b, a)
-        scaling, verdict = _scaling(b, a, ratio)
+        why_not = _not_a_size_change(b, a) if ratio is not None else None
+        scaling, verdict = (None, None) if why_not else _scaling(b, a, ratio)
         some = a or b
         assert some is not None
-        changes.append(LineChange(key[0], key[1], some.function, b, a, ratio, scaling, verdict))
+        changes.append(
+            LineChange(key[0], key[1], some.function, b, a, ratio, scaling, verdict, why_not)
+        )
     changes.sort(key=lambda c: -abs(c.delta_ns))
 
     def finding_key(f: Finding) -> tuple[str, str, str]:
@@ -96,6 +106,37 @@ def _work_ratio(b: LineReport | None, a: LineReport | None) -> float | None:
     if b.bytes and a.bytes:
         return a.bytes / b.bytes
     return None
+
+
+def _not_a_size_change(b: LineReport | None, a: LineReport | None) -> str | None:
+    """Why the line's work changed otherwise than by size, or None when it may be a size change.
+
+    A batch size grows the FLOPs (the bytes less: weights stay), and the kernels keep their
+    dtype; a dtype change keeps the FLOPs and swaps the kernels' dtype.
+    """
+    if b is None or a is None:
+        return None
+    before, after = _dtype(b), _dtype(a)
+    if before and after and before != after:
+        return (
+            f"the kernels compute in {before} before, {after} after: a dtype change, no "
+            "batch-size verdict"
+        )
+    if b.flops and a.flops and b.bytes and a.bytes:
+        grew_flops, grew_bytes = a.flops / b.flops, a.bytes / b.bytes
+        same_flops = 1 / SIZE_CHANGE_AGREEMENT <= grew_flops <= SIZE_CHANGE_AGREEMENT
+        if same_flops and not 1 / SIZE_CHANGE_AGREEMENT <= grew_bytes <= SIZE_CHANGE_AGREEMENT:
+            return (
+                f"the same FLOPs but bytes x{grew_bytes:.2f}: a dtype or layout change, no "
+                "batch-size verdict"
+            )
+    return None
+
+
+def _dtype(line: LineReport) -> str | None:
+    """The dtype the line's longest kernel computes in, when its name says."""
+    longest = max(line.top_kernels, key=lambda k: k.total_ns, default=None)
+    return kernel_dtype(longest.name) if longest is not None else None
 
 
 def _scaling(

@@ -55,3 +55,24 @@ def test_diff_cli_json(capsys) -> None:
     doc = json.loads(capsys.readouterr().out)
     assert doc["kind"] == "diff" and doc["lines"]
     assert any(line["verdict"] and "overhead" in line["verdict"] for line in doc["lines"])
+
+
+def test_a_dtype_change_gets_no_batch_size_verdict_and_says_why() -> None:
+    from brrr_trace.diff import _not_a_size_change
+    from brrr_trace.report import KernelStat, LineReport
+    from brrr_trace.vocabulary import Precision, Regime
+
+    def line(flops: int, nbytes: int, kernel: str, total_ns: int) -> LineReport:
+        return LineReport(
+            "t.py", None, 5, "f", Precision.RECOVERED, Regime.COMPUTE, total_ns, 0, 0, 1, 0,
+            {}, {}, flops=flops, bytes=nbytes,
+            top_kernels=(KernelStat(kernel, "gemm", 1, total_ns),),
+        )  # fmt: skip
+
+    fp32 = line(2 * 10**12, 48 * 10**6, "ampere_sgemm_128x64_nn", 10_000_000)
+    bf16 = line(2 * 10**12, 24 * 10**6, "sm90_xmma_gemm_bf16bf16", 1_000_000)
+    assert "dtype change" in (_not_a_size_change(fp32, bf16) or "")
+    bigger = line(8 * 10**12, 192 * 10**6, "ampere_sgemm_128x64_nn", 40_000_000)
+    assert _not_a_size_change(fp32, bigger) is None
+    # The fixtures' batch-size pairs are size changes and keep their verdicts (above).
+    assert change_at(diff_of("bf16_matmul", "bf16_matmul_bs4"), 32).why_no_verdict is None

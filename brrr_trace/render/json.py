@@ -133,6 +133,7 @@ def diff_to_dict(diff: Diff) -> dict[str, Any]:
                 "work_ratio": c.work_ratio,
                 "scaling_exponent": c.scaling,
                 "verdict": c.verdict,
+                "why_no_verdict": c.why_no_verdict,
             }
             for c in diff.lines
         ],

@@ -242,7 +242,7 @@ def render_diff(diff: Diff, top: int = 20, color: bool = True, width: int = 130)
             ("+" if c.delta_ns > 0 else "−" if c.delta_ns < 0 else "") + fmt_time(abs(c.delta_ns)),
             regimes,
             f"{c.work_ratio:.1f}" if c.work_ratio else "",
-            Text(c.verdict or ""),
+            Text(c.verdict or c.why_no_verdict or ""),
         )
     console.print(table)
     for finding in diff.resolved:
