@@ -479,9 +479,9 @@ class _Children:
     aligned: tuple[int | None, ...]  # lines recovered from the source
 
 
-def _top_level_ops(trace: Trace) -> tuple[np.ndarray, Innermost, Innermost, np.ndarray]:
-    """ATen ops that no other op contains, and the user's record_function regions."""
-    cpu, strings = trace.cpu_ops, trace.strings
+def outermost_ops(trace: Trace) -> np.ndarray:
+    """Rows of the ATen ops that no other op on their thread contains."""
+    cpu = trace.cpu_ops
     ops = np.flatnonzero(~cpu.annotation)
     outer = np.zeros(len(ops), dtype=bool)
     thread = cpu.thread[ops]
@@ -490,7 +490,13 @@ def _top_level_ops(trace: Trace) -> tuple[np.ndarray, Innermost, Innermost, np.n
         starts, ends = cpu.start_ns[ops[sel]], cpu.end_ns[ops[sel]]
         reach = np.concatenate(([np.iinfo(np.int64).min], np.maximum.accumulate(ends)[:-1]))
         outer[sel] = starts >= reach
-    rows = ops[outer]
+    return ops[outer]
+
+
+def _top_level_ops(trace: Trace) -> tuple[np.ndarray, Innermost, Innermost, np.ndarray]:
+    """ATen ops that no other op contains, and the user's record_function regions."""
+    cpu, strings = trace.cpu_ops, trace.strings
+    rows = outermost_ops(trace)
     index = Innermost(cpu.thread[rows], cpu.start_ns[rows], cpu.end_ns[rows])
     is_region = np.array([not s.startswith(_NOT_REGIONS) for s in strings], dtype=bool)
     mask = cpu.annotation & is_region[cpu.name] if len(cpu) else cpu.annotation

@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from brrr_trace.analyzers.attribution import LineKey, Locator, OpAttribution
+from brrr_trace.analyzers.attribution import LineKey, Locator, OpAttribution, outermost_ops
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.roofline import (
     UNKNOWN_COST,
@@ -385,17 +385,9 @@ def _dominant_ridge(
 def _cpu_time(trace: Trace, locator: Locator) -> tuple[np.ndarray, np.ndarray]:
     """(line, ns) of the outermost ATen ops: the host time (dispatch + launch) each line ran."""
     cpu = trace.cpu_ops
-    ops = np.flatnonzero(~cpu.annotation)
-    if len(ops) == 0:
+    rows = outermost_ops(trace)
+    if len(rows) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    outer = np.zeros(len(ops), dtype=bool)
-    thread = cpu.thread[ops]
-    for h in np.unique(thread).tolist():
-        sel = np.flatnonzero(thread == h)
-        starts, ends = cpu.start_ns[ops[sel]], cpu.end_ns[ops[sel]]
-        reach = np.concatenate(([np.iinfo(np.int64).min], np.maximum.accumulate(ends)[:-1]))
-        outer[sel] = starts >= reach
-    rows = ops[outer]
     # Backward ops on the forward lines that made them, as for their kernels.
     lines = locator.work_lines(cpu.thread[rows], cpu.start_ns[rows]).line
     ok = lines != NONE

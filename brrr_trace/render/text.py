@@ -112,17 +112,21 @@ _MARKER = {
 }
 
 
-def _cpu_lines_table(console: Console, report: Report, top: int) -> None:
-    """A trace without GPU activity: the host time of each line's top-level ops."""
-    total = sum(line.cpu_ns for line in report.lines)
+def _table(title: str, report: Report, top: int) -> Table:
     shown = min(top, len(report.lines))
-    table = Table(
-        title=f"Lines by CPU time ({shown} of {len(report.lines)})",
+    return Table(
+        title=f"{title} ({shown} of {len(report.lines)})",
         title_justify="left",
         box=None,
         pad_edge=False,
         header_style="bold",
     )
+
+
+def _cpu_lines_table(console: Console, report: Report, top: int) -> None:
+    """A trace without GPU activity: the host time of each line's top-level ops."""
+    total = sum(line.cpu_ns for line in report.lines)
+    table = _table("Lines by CPU time", report, top)
     table.add_column("#", justify="right")
     table.add_column("line", no_wrap=True)
     table.add_column("precision", no_wrap=True)
@@ -141,14 +145,7 @@ def _cpu_lines_table(console: Console, report: Report, top: int) -> None:
 
 def _lines_table(console: Console, report: Report, top: int) -> None:
     span = report.summary.gpu_busy_ns + report.summary.gpu_idle_ns
-    shown = min(top, len(report.lines))
-    table = Table(
-        title=f"Lines by time ({shown} of {len(report.lines)})",
-        title_justify="left",
-        box=None,
-        pad_edge=False,
-        header_style="bold",
-    )
+    table = _table("Lines by time", report, top)
     table.add_column("#", justify="right")
     table.add_column("line", no_wrap=True)
     table.add_column("regime", no_wrap=True)
