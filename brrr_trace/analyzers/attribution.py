@@ -462,6 +462,7 @@ class Locator:
 _COMPILER_FRAME = "torch/_dynamo/"
 _ROUNDING_NS = 3
 _INNER_FRAMES = 12
+_TAIL_STARTS = 64
 # ``brrr-trace record`` wraps each torch call made from user code in an annotation naming the line.
 MARKER_PREFIX = "brrr.line "
 _RANK = {Precision.OP: -1, Precision.FUNCTION: 0, Precision.RECOVERED: 1, Precision.EXACT: 2}
@@ -644,19 +645,28 @@ def _launched_before_the_window(gpu: GpuOps, has: np.ndarray) -> list[tuple[int,
         orphans = orphans[np.argsort(gpu.start_ns[orphans], kind="stable")]
         launched = launched[np.argsort(gpu.correlation[launched], kind="stable")]
         names, tail = gpu.name[launched], gpu.name[orphans]
-        for skip in range(len(tail)):
+        # The window may open inside the first kernel's run: try a few later starts.
+        for skip in range(min(len(tail), _TAIL_STARTS)):
             want = tail[skip:]
-            if len(want) > len(names):
-                continue
-            windows = np.lib.stride_tricks.sliding_window_view(names, len(want))
-            hits = np.flatnonzero((windows == want).all(axis=1))
-            if len(hits):
-                at = int(hits[-1])
+            at = _last_run_of(names, want)
+            if at is not None:
                 pairs += zip(
                     launched[at : at + len(want)].tolist(), orphans[skip:].tolist(), strict=True
                 )
                 break
     return pairs
+
+
+def _last_run_of(names: np.ndarray, want: np.ndarray) -> int | None:
+    """Start of the last place where ``want`` occurs in ``names`` as a contiguous run."""
+    width = len(want)
+    if not width or width > len(names):
+        return None
+    starts = np.flatnonzero(names[: len(names) - width + 1] == want[0])
+    for at in starts[::-1].tolist():
+        if np.array_equal(names[at : at + width], want):
+            return int(at)
+    return None
 
 
 def link_launches(gpu_correlation: np.ndarray, host_correlation: np.ndarray) -> np.ndarray:
