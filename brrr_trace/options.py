@@ -48,6 +48,8 @@ class AnalysisOptions:
     warning_share: float = 0.1
     information_share: float = 0.02
     many_kernels: int = 20  # "many" kernels on a line or in an optimizer step
+    # Savings replays (each replays the host thread twice): for this many lines at most.
+    max_replayed_lines: int = 8
     short_kernel_ns: int = 10_000  # median kernel below this: launch-bound territory
     small_grid_min_ns: int = 20_000  # a kernel worth filling the GPU for
     # Fractions of the datasheet peaks that real code reaches (reference §5.2).

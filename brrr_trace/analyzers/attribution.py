@@ -143,14 +143,28 @@ class Locator:
         rows, index, regions, region_rows = self._top_ops
         out = np.full(len(t), NONE, dtype=np.int64)
         op = index.at_many(thread, t)
-        region = regions.at_many(thread, t)
-        strings, cpu = self.trace.strings, self.trace.cpu_ops
-        for k in np.flatnonzero(op != NONE).tolist():
-            name = strings[int(cpu.name[rows[op[k]]])]
-            where = "<ops>"
-            if region[k] != NONE:
-                where = strings[int(cpu.name[region_rows[region[k]]])]
-            out[k] = self._intern(LineKey(where, 0, name, Precision.OP))
+        found = np.flatnonzero(op != NONE)
+        if not len(found):
+            return out
+        cpu, strings = self.trace.cpu_ops, self.trace.strings
+        region = regions.at_many(thread[found], t[found])
+        op_name = cpu.name[rows[op[found]]]
+        region_name = np.full(len(found), NONE, dtype=np.int64)
+        inside = region != NONE
+        region_name[inside] = cpu.name[region_rows[region[inside]]]
+        pairs, inverse = np.unique(
+            np.stack([op_name, region_name], axis=1), axis=0, return_inverse=True
+        )
+        ids = np.array(
+            [
+                self._intern(
+                    LineKey(strings[r] if r != NONE else "<ops>", 0, strings[o], Precision.OP)
+                )
+                for o, r in pairs.tolist()
+            ],
+            dtype=np.int64,
+        )
+        out[found] = ids[inverse.reshape(-1)]
         return out
 
     def callers(self, frame: int) -> tuple[int, ...]:
@@ -658,11 +672,13 @@ def _launched_before_the_window(gpu: GpuOps, has: np.ndarray) -> list[tuple[int,
 
 
 def _last_run_of(names: np.ndarray, want: np.ndarray) -> int | None:
-    """Start of the last place where ``want`` occurs in ``names`` as a contiguous run."""
+    """Start of the last run of ``want`` near the end of ``names`` (the recorded steps end with
+    the tail the window opened in; a few ops may follow it)."""
     width = len(want)
     if not width or width > len(names):
         return None
-    starts = np.flatnonzero(names[: len(names) - width + 1] == want[0])
+    lo = max(0, len(names) - 2 * width - _TAIL_STARTS)
+    starts = lo + np.flatnonzero(names[lo : len(names) - width + 1] == want[0])
     for at in starts[::-1].tolist():
         if np.array_equal(names[at : at + width], want):
             return int(at)

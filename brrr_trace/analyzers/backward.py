@@ -29,6 +29,18 @@ _BACKWARD_FRAMES = (
 _BACKWARD_FUNCTIONS = frozenset({"backward", "grad"})
 
 
+def _key(thread: np.ndarray, seq: np.ndarray) -> np.ndarray:
+    return (thread.astype(np.int64) << 40) + seq.astype(np.int64)
+
+
+def _lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Index of each wanted key in the sorted ``keys``, NONE where absent."""
+    if not len(keys):
+        return np.full(len(wanted), NONE, dtype=np.int64)
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    return np.where(keys[at] == wanted, at, NONE)
+
+
 @dataclass(frozen=True)
 class BackwardPoints:
     """For query points: inside a backward node or not, and where its forward code ran."""
@@ -49,6 +61,8 @@ class BackwardIndex:
         self.nodes = Innermost(cpu.thread[mask], cpu.start_ns[mask], cpu.end_ns[mask])
         self._sequence = self._node_sequences()
         self._creator = self._creators(mask)
+        creators = self._creator[1]
+        self._threads_with = np.unique(cpu.thread[creators]).tolist() if len(creators) else []
         self._calls = self._backward_calls()
 
     def _node_sequences(self) -> np.ndarray:
@@ -76,19 +90,19 @@ class BackwardIndex:
                 seq[k] = cpu.sequence[inner[0]]
         return seq
 
-    def _creators(self, mask: np.ndarray) -> dict[tuple[int, int], int]:
-        """(forward thread, sequence number) -> the op that created the node: the last forward
-        op, in start order, that shows the number. Ops run by the engine are left out (their
-        numbers are the engine thread's own)."""
+    def _creators(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(forward thread, sequence number) keys, sorted, and the op that created each node:
+        the last forward op, in start order, that shows the number. Ops run by the engine are
+        left out (their numbers are the engine thread's own)."""
         cpu = self.trace.cpu_ops
         rows = np.flatnonzero((cpu.sequence != NO_ID) & ~mask & ~cpu.annotation)
         rows = rows[self.nodes.at_many(cpu.thread[rows], cpu.start_ns[rows]) == NONE]
-        creator: dict[tuple[int, int], int] = {}
-        for row, thread, seq in zip(
-            rows.tolist(), cpu.thread[rows].tolist(), cpu.sequence[rows].tolist(), strict=True
-        ):
-            creator[(thread, seq)] = row  # rows are in start order: the last one stays
-        return creator
+        keys = _key(cpu.thread[rows], cpu.sequence[rows])
+        # Rows are in start order: the last row of each key is the creator.
+        order = np.argsort(keys, kind="stable")
+        keys, rows = keys[order], rows[order]
+        last = np.concatenate((keys[1:] != keys[:-1], [True])) if len(keys) else keys.astype(bool)
+        return keys[last], rows[last]
 
     def _backward_calls(self) -> Innermost:
         frames, strings = self.trace.frames, self.trace.strings
@@ -121,18 +135,22 @@ class BackwardIndex:
         seqs = self._sequence[local[where]]
         # "Fwd thread id" is the trace's own thread id; threads here are indices.
         index_of = {th.tid: k for k, th in enumerate(self.trace.threads)}
-        fwd = [index_of.get(tid, NONE) for tid in cpu.fwd_thread[rows].tolist()]
-        threads_with = sorted({h for h, _ in self._creator})
-        for q, seq, fwd_thread in zip(where.tolist(), seqs.tolist(), fwd, strict=True):
-            if seq == NO_ID:
+        tids, inverse = np.unique(cpu.fwd_thread[rows], return_inverse=True)
+        fwd = np.array([index_of.get(tid, NONE) for tid in tids.tolist()], dtype=np.int64)
+        fwd = fwd[inverse.reshape(-1)]
+        keys, creators = self._creator
+        known = seqs != NO_ID
+        for candidate in [fwd, *(np.full(len(fwd), h) for h in self._threads_with)]:
+            if not (known & (out_thread[where] == NONE)).any():
+                break
+            todo = known & (out_thread[where] == NONE) & (candidate != NONE)
+            if not todo.any():
                 continue
-            candidates = [fwd_thread] if fwd_thread in threads_with else threads_with
-            for h in candidates:
-                row = self._creator.get((h, seq))
-                if row is not None:
-                    out_thread[q] = cpu.thread[row]
-                    out_t[q] = cpu.start_ns[row]
-                    break
+            found = _lookup(keys, _key(candidate[todo], seqs[todo]))
+            hit = found != NONE
+            q = where[todo][hit]
+            out_thread[q] = cpu.thread[creators[found[hit]]]
+            out_t[q] = cpu.start_ns[creators[found[hit]]]
         lost = where[out_thread[where] == NONE]
         if len(lost) and len(self._call_rows):
             call = self._calls.at_many(np.zeros(len(lost), dtype=np.int64), t[lost])

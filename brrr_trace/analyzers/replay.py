@@ -55,8 +55,14 @@ def saving_without_waits(
         return 0
     work = _host_work(locator, thread, events)
     latency = _latencies(trace, ops)
-    before = _replay(trace, ops, events, work, latency, set())
-    after = _replay(trace, ops, events, work, latency, removed_rows)
+    replayed = np.zeros(len(trace.gpu), dtype=bool)
+    for event in events:
+        replayed[list(event.ops)] = True
+    others = _fixed_ops(trace, replayed)
+    gpu = trace.gpu
+    columns = (gpu.stream.tolist(), (gpu.end_ns - gpu.start_ns).tolist(), latency.tolist())
+    before = _replay(events, work, columns, others, set())
+    after = _replay(events, work, columns, others, removed_rows)
     return max(0, before - after)
 
 
@@ -64,10 +70,12 @@ def _host_events(
     trace: Trace, ops: OpAttribution, thread: int, blocking_rows: np.ndarray
 ) -> list[_HostEvent]:
     host = trace.host_calls
-    launched: dict[int, list[int]] = {}
-    for gpu_row, call in enumerate(ops.launch.tolist()):
-        if call != NONE and int(host.thread[call]) == thread:
-            launched.setdefault(call, []).append(gpu_row)
+    has = np.flatnonzero(ops.launch != NONE)
+    mine = has[host.thread[ops.launch[has]] == thread]
+    mine = mine[np.argsort(ops.launch[mine], kind="stable")]
+    calls, first = np.unique(ops.launch[mine], return_index=True)
+    groups = np.split(mine, first[1:]) if len(mine) else []
+    launched = dict(zip(calls.tolist(), (g.tolist() for g in groups), strict=True))
     blocking = {int(r) for r in blocking_rows.tolist() if int(host.thread[r]) == thread}
     rows = sorted(set(launched) | blocking, key=lambda r: (int(host.start_ns[r]), r))
     return [
@@ -109,22 +117,30 @@ def _latencies(trace: Trace, ops: OpAttribution) -> np.ndarray:
     return out
 
 
+def _fixed_ops(trace: Trace, replayed: np.ndarray) -> list[tuple[int, int, int]]:
+    """(start, end, stream) of the GPU ops launched by other threads, by start."""
+    gpu = trace.gpu
+    rows = np.flatnonzero(~replayed)
+    rows = rows[np.argsort(gpu.start_ns[rows], kind="stable")]
+    return list(
+        zip(
+            gpu.start_ns[rows].tolist(),
+            gpu.end_ns[rows].tolist(),
+            gpu.stream[rows].tolist(),
+            strict=True,
+        )
+    )
+
+
 def _replay(
-    trace: Trace,
-    ops: OpAttribution,
     events: list[_HostEvent],
     work: np.ndarray,
-    latency: np.ndarray,
+    columns: tuple[list[int], list[int], list[int]],  # per GPU op: stream, duration, latency
+    others: list[tuple[int, int, int]],
     removed: set[int],
 ) -> int:
-    gpu = trace.gpu
-    replayed = {row for e in events for row in e.ops}
+    streams, durations, latency = columns
     # Ops of other threads keep their times; they hold their streams in start order.
-    others = sorted(
-        (int(gpu.start_ns[r]), int(gpu.end_ns[r]), int(gpu.stream[r]))
-        for r in range(len(gpu))
-        if r not in replayed
-    )
     other_k = 0
     stream_free: dict[int, int] = {}
     clock = events[0].start
@@ -138,9 +154,9 @@ def _replay(
             other_k += 1
         launch_at = clock
         for row in event.ops:
-            stream = int(gpu.stream[row])
-            start = max(launch_at + int(latency[row]), stream_free.get(stream, 0))
-            end = start + int(gpu.end_ns[row] - gpu.start_ns[row])
+            stream = streams[row]
+            start = max(launch_at + latency[row], stream_free.get(stream, 0))
+            end = start + durations[row]
             stream_free[stream] = end
             queued_end = max(queued_end, end)
             finish = max(finish, end)

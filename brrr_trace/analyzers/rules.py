@@ -164,7 +164,14 @@ def host_sync(ctx: RuleContext) -> Iterator[RawFinding]:
     blocking = ctx.timeline.blocking_rows
     # A line's fix removes every blocking call it makes (.item() copies, then synchronizes).
     line_of = ctx.locator.lines_at(host.thread[blocking], host.start_ns[blocking])
-    for line_id, waits in ctx.timeline.sync_waits.items():
+    # A replay per line: the lines whose syncs drained the queue for longest, a few at most.
+    ranked = sorted(
+        ctx.timeline.sync_waits.items(),
+        key=lambda item: (
+            -(by_line[item[0]].idle_by_cause.get(IdleCause.SYNC, 0)) if item[0] in by_line else 0
+        ),
+    )[: ctx.options.max_replayed_lines]
+    for line_id, waits in ranked:
         cost = by_line.get(line_id)
         if cost is None:
             continue
