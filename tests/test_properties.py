@@ -9,6 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from brrr_trace.errors import NotATraceError
 from brrr_trace.pipeline import analyze
 from brrr_trace.traces import load
 from tests.tracebuilder import frame, kernel, launch
@@ -77,8 +78,13 @@ event_like = st.dictionaries(
 @settings(max_examples=80, deadline=None)
 @given(st.lists(event_like, max_size=12))
 def test_any_list_of_event_like_objects_loads_without_raising(events: list[dict]) -> None:
+    """A report, or, when not one event could be read, the loader's one clear sentence."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "t.json"
         path.write_text(json.dumps({"traceEvents": events}))
-        result = load(path)
+        try:
+            result = load(path)
+        except NotATraceError as error:
+            assert "none of its events could be read" in str(error)
+            return
     assert len(result.trace.gpu) <= len(events)
