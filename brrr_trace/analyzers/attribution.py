@@ -133,7 +133,7 @@ class Locator:
             if len(self.user_rows)
             else np.full(len(t), NONE, dtype=np.int64)
         )
-        return WorkLines(self.lines_at(where_thread, where_t), moved.inside, frame)
+        return WorkLines(self.lines_at(where_thread, where_t, frame), moved.inside, frame)
 
     def op_lines(self, thread: np.ndarray, t: np.ndarray) -> np.ndarray:
         """Rows for work that no Python frame explains (a trace without stacks, a thread with
@@ -238,12 +238,16 @@ class Locator:
             self._stack_line[sid] = found
         return found
 
-    def lines_at(self, thread: np.ndarray, t: np.ndarray) -> np.ndarray:
+    def lines_at(
+        self, thread: np.ndarray, t: np.ndarray, local: np.ndarray | None = None
+    ) -> np.ndarray:
         """Line id at each (thread, time): a source line, else the op row of the top-level op
-        running there, NONE where nothing in the trace says."""
+        running there, NONE where nothing in the trace says. ``local``: the innermost user
+        frames there, when the caller already looked them up."""
         out = np.full(len(t), NONE, dtype=np.int64)
         if len(self.user_rows):
-            local = self.user_frames.at_many(thread, t)
+            if local is None:
+                local = self.user_frames.at_many(thread, t)
             found = np.flatnonzero(local != NONE)
             rows = self.user_rows[local[found]]
             out[found] = self._frame_line[self.trace.frames.name[rows]]

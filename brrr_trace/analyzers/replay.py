@@ -105,15 +105,19 @@ def _latencies(trace: Trace, ops: OpAttribution) -> np.ndarray:
     """Launch-to-start delay of each GPU op where its stream was idle at launch, else 0."""
     gpu, host = trace.gpu, trace.host_calls
     out = np.zeros(len(gpu), dtype=np.int64)
-    has = ops.launch != NONE
-    free: dict[int, int] = {}
-    for row in np.lexsort((gpu.start_ns, gpu.stream)).tolist():
-        stream = int(gpu.stream[row])
-        if has[row]:
-            launched = int(host.start_ns[ops.launch[row]])
-            if free.get(stream, launched) <= launched:
-                out[row] = min(_MAX_LATENCY_NS, max(0, int(gpu.start_ns[row]) - launched))
-        free[stream] = int(gpu.end_ns[row])
+    if not len(gpu):
+        return out
+    order = np.lexsort((gpu.start_ns, gpu.stream))
+    stream = gpu.stream[order]
+    # When each op's stream finished its previous op (never, for a stream's first op).
+    free = np.concatenate(([np.iinfo(np.int64).min], gpu.end_ns[order][:-1]))
+    free[np.concatenate(([True], stream[1:] != stream[:-1]))] = np.iinfo(np.int64).min
+    launch = ops.launch[order]
+    has = launch != NONE
+    launched = np.where(has, host.start_ns[np.maximum(launch, 0)], 0)
+    idle = has & (free <= launched)
+    lag = np.clip(gpu.start_ns[order] - launched, 0, _MAX_LATENCY_NS)
+    out[order[idle]] = lag[idle]
     return out
 
 
