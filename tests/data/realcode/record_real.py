@@ -1,6 +1,6 @@
 """Record the real-code accuracy set, and time each program's fixes unprofiled.
 
-    python3 record_real.py --out DIR [--device cuda|cpu] [--only gpt,cnn] [--no-timing]
+    python3 record_real.py --out DIR [--device cuda|cpu] [--only gpt,cnn] [--no-timing | --timing-only]
 
 Per program, three processes of the same deterministic run (8 steps; the profiler keeps steps 3
 and 4): a plain ``torch.profiler`` trace (``--profile``: shapes + stacks), the same run under
@@ -113,6 +113,9 @@ def main() -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--only", default="")
     parser.add_argument("--no-timing", action="store_true")
+    parser.add_argument(
+        "--timing-only", action="store_true", help="keep the traces there are; time and profile fixes"
+    )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--budget-s", type=float, default=1e9, help="start no run after this")
@@ -142,7 +145,7 @@ def main() -> int:
     except ImportError:
         pass
     for name, (script, extra) in PROGRAMS.items():
-        if only and name not in only:
+        if (only and name not in only) or args.timing_only:
             continue
         plain = out / f"{name}.json.gz"
         run([python, script, *common, *extra, "--profile", str(plain)], log, args.timeout, env)
