@@ -36,6 +36,9 @@ class AnalysisOptions:
     # (optimizer fixtures: 86 ms over 15.4 k ops/calls and 21 k frames).
     profiler_cost_per_call_ns: int = 4_500
     profiler_cost_per_frame_ns: int = 1_000
+    # A kernel launch call (cudaLaunchKernel and kin) without the profiler's callbacks around
+    # it: 6-8 µs each in the H200 real-code traces, 2-3 µs unprofiled.
+    unprofiled_launch_ns: int = 2_500
     # `brrr-trace record`'s line annotation around each torch call from user code: +19.6 µs per
     # op measured on the H200 machine's CPU.
     profiler_cost_per_marker_ns: int = 19_000
@@ -48,6 +51,13 @@ class AnalysisOptions:
     warning_share: float = 0.1
     information_share: float = 0.02
     many_kernels: int = 20  # "many" kernels on a line or in an optimizer step
+    # What a fused optimizer step still costs the host (its Python and a launch per parameter
+    # group), taken out of the fused-optimizer saving.
+    fused_step_host_ns: int = 100_000
+    # The traffic of a fused AdamW step against the foreach one: each parameter's weight,
+    # gradient and two moments read and written once, instead of once per foreach op (about
+    # half, from the op sequence of torch.optim.AdamW; not measured per kernel).
+    fused_share_of_foreach_traffic: float = 0.5
     # Savings replays (each replays the host thread twice): for this many lines at most.
     max_replayed_lines: int = 8
     short_kernel_ns: int = 10_000  # median kernel below this: launch-bound territory

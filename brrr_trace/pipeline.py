@@ -18,6 +18,7 @@ from brrr_trace.analyzers.regimes import REGIMES, OpClasses, classify_ops, line_
 from brrr_trace.analyzers.roofline import GpuPeak, kernel_kind, match_device
 from brrr_trace.analyzers.rules import RawFinding, RuleContext
 from brrr_trace.analyzers.rules import find as find_findings
+from brrr_trace.analyzers.steps import measure_steps
 from brrr_trace.analyzers.timeline import build_timeline
 from brrr_trace.errors import NotATraceError
 from brrr_trace.options import AnalysisOptions
@@ -28,6 +29,7 @@ from brrr_trace.report import (
     LineReport,
     ProblemReport,
     Report,
+    StepsReport,
     Summary,
     TraceInfo,
 )
@@ -169,8 +171,19 @@ def analyze_loaded(
             )
         )
     lines.sort(key=lambda r: (-r.total_ns, -r.cpu_ns, r.file, r.line))
+    measured = measure_steps(trace, context.graph) if len(trace.gpu) else None
+    steps = (
+        StepsReport(
+            durations_ns=measured.durations_ns,
+            median_ns=measured.median_ns,
+            spread_ns=measured.spread_ns,
+            replayed_ns=measured.replayed_ns,
+        )
+        if measured is not None
+        else None
+    )
     findings = tuple(
-        _finding(raw, locator, mapper, context.span_ns, options) for raw in raw_findings
+        _finding(raw, locator, mapper, context.span_ns, options, steps) for raw in raw_findings
     )
 
     dev = next((d for d in timeline.devices if d.device == device), None)
@@ -239,6 +252,7 @@ def analyze_loaded(
         problems=tuple(ProblemReport(p.kind, p.count, p.detail) for p in loaded.problems)
         + _roofline_problems(classes),
         notes=tuple(notes),
+        steps=steps,
     )
 
 
@@ -258,7 +272,12 @@ def _roofline_problems(classes: OpClasses) -> tuple[ProblemReport, ...]:
 
 
 def _finding(
-    raw: RawFinding, locator: Locator, mapper: PathMapper, span_ns: int, options: AnalysisOptions
+    raw: RawFinding,
+    locator: Locator,
+    mapper: PathMapper,
+    span_ns: int,
+    options: AnalysisOptions,
+    steps: StepsReport | None,
 ) -> Finding:
     key = locator.lines[raw.line_id]
     covered = [locator.lines[k] for k in raw.covers or (raw.line_id,)]
@@ -284,6 +303,7 @@ def _finding(
         evidence=raw.evidence,
         doc=f"docs/rules/{raw.rule}.md",
         lines=lines,
+        est_savings_per_step_ns=raw.est_savings_ns // steps.count if steps else None,
     )
 
 

@@ -104,6 +104,7 @@ class Finding:
     evidence: dict[str, float | int | str] = field(default_factory=dict)
     doc: str = ""  # the rule's documentation page, relative to the repository
     lines: tuple[int, ...] = ()  # every line of `file` the finding covers, `line` among them
+    est_savings_per_step_ns: int | None = None  # with ProfilerStep ranges: the saving per step
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,20 @@ class ProblemReport:
     kind: str
     count: int
     detail: str
+
+
+@dataclass(frozen=True)
+class StepsReport:
+    """The trace's ProfilerStep ranges: the time of each, and without the profiler."""
+
+    durations_ns: tuple[int, ...]
+    median_ns: int
+    spread_ns: int  # slowest minus fastest
+    replayed_ns: int | None  # per step, replayed with the profiler's own cost taken out
+
+    @property
+    def count(self) -> int:
+        return len(self.durations_ns)
 
 
 @dataclass(frozen=True)
@@ -124,4 +139,5 @@ class Report:
     notes: tuple[str, ...] = field(default=())
     # Source files named by lines that map to no local file (DESIGN §5: never guess silently).
     unmapped_files: tuple[str, ...] = ()
+    steps: StepsReport | None = None
     schema_version: int = SCHEMA_VERSION

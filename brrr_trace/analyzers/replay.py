@@ -1,25 +1,29 @@
 """What a fix would save, by replaying the host and the GPU's queues with the fix applied
-(DESIGN §7; the method of Daydream, USENIX ATC 2020).
+(the method of Daydream, USENIX ATC 2020).
 
-One host thread is replayed event by event: its launches and its blocking calls, with the time
-between them as the trace shows it less the profiler's own estimated cost there (the trace was
-recorded with stacks, which slows the host down). A launch puts its GPU ops on their streams;
-each starts when launched (plus the launch latency the trace shows) or when its stream is free,
+The host side is the trace's launching threads merged into one program, in start order: each
+launch and each blocking call, with the host work before it (the time since the previous call
+returned, less what the profiler itself cost there: the trace was recorded with stacks, which
+slows the host down) and the call's own time. A launch puts its GPU ops on their streams; each
+starts when launched (plus the launch latency the trace shows) or when its stream is free,
 whichever is later. A blocking call holds the host until every op launched so far has finished.
-GPU ops launched by other threads keep their times and hold their streams. The fix changes the
-replay (a removed wait no longer blocks); the saving is the baseline replay's end minus the
-fixed replay's, so it is zero where the GPU, not the host, sets the pace, and never more than
-the time the fix takes away.
+GPU ops the program did not launch (launched before the trace began) keep their times.
+
+A ``Fix`` edits that graph: host work taken away, calls that no longer block, GPU ops with a new
+duration (0 removes one). The saving is the baseline replay's end minus the fixed replay's, so
+it is zero where the fix shortens what is not on the critical path (GPU time in a host-bound
+step, host time in a GPU-bound one), and never more than the time the fix takes away.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from brrr_trace.analyzers.attribution import Locator, OpAttribution
 from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import Trace
 
 _CALL_NS = 2_000  # what a blocking call costs the host when there is nothing to wait for
@@ -27,85 +31,259 @@ _MAX_LATENCY_NS = 20_000  # longer than this from launch to start is not launch 
 
 
 @dataclass(frozen=True)
-class _HostEvent:
-    start: int
-    end: int
-    row: int  # host call row
-    blocks: bool  # a blocking call (sync, device-to-host copy)
-    ops: tuple[int, ...]  # GPU rows it launched
+class Fix:
+    """An edit of the replayed graph: what one fix changes."""
+
+    what: str  # the fix replayed, said in the finding's evidence
+    host_saved: dict[int, int] = field(default_factory=dict)  # event -> host work taken away
+    unblocked: frozenset[int] = frozenset()  # events that no longer block
+    durations: dict[int, int] = field(default_factory=dict)  # GPU op row -> new duration
+    own: dict[int, int] = field(default_factory=dict)  # event -> the call's new own time
+
+    def touched_ns(self, graph: StepGraph) -> int:
+        """The most the fix can save: the host work, waiting and GPU time it takes away."""
+        host = sum(self.host_saved.values())
+        waits = sum(int(graph.blocked[e]) for e in self.unblocked)
+        gpu = sum(max(0, graph.duration[r] - d) for r, d in self.durations.items())
+        calls = sum(max(0, graph.own[e] - ns) for e, ns in self.own.items())
+        return host + waits + gpu + calls
 
 
-def saving_without_waits(
+@dataclass
+class StepGraph:
+    """The replayable graph of a trace: the host program and the GPU ops it launches."""
+
+    host_rows: np.ndarray  # per event: its host call row, in replay order
+    start: list[int]  # per event: host start, call's own ns, host work before it
+    own: list[int]
+    work: list[int]
+    gap_start: np.ndarray  # where each event's host work began (the previous call's return)
+    event_start: np.ndarray
+    event_thread: np.ndarray
+    blocks: list[bool]
+    blocked: list[int]  # how long each blocking call held the host in the trace
+    launched: list[tuple[int, ...]]  # GPU op rows each event launched
+    event_of_op: np.ndarray  # per GPU op: the event that launched it, NONE
+    stream: list[int]
+    duration: list[int]
+    latency: list[int]
+    others: list[tuple[int, int, int]]  # (start, end, stream) of ops launched outside
+    tail: int  # host work after the last event up to the end of the trace
+    _base: int | None = None
+
+    def saving(self, fix: Fix) -> int:
+        """ns the fix saves over the whole replay, at most what it takes away."""
+        if not self.start:
+            return 0
+        if self._base is None:
+            self._base = self._replay(Fix("baseline"))
+        return max(0, min(self._base - self._replay(fix), fix.touched_ns(self)))
+
+    def events_of(self, host_rows: np.ndarray) -> list[int]:
+        """The events of these host call rows (rows that are no event are left out)."""
+        order = np.argsort(self.host_rows, kind="stable")
+        k = np.searchsorted(self.host_rows[order], host_rows)
+        k = np.minimum(k, max(len(order) - 1, 0))
+        hit = self.host_rows[order][k] == host_rows if len(order) else np.zeros(0, dtype=bool)
+        return sorted(set(order[k[hit]].tolist()))
+
+    def events_launching(self, gpu_rows: np.ndarray) -> list[int]:
+        """The events that launched these GPU ops."""
+        events = self.event_of_op[gpu_rows]
+        return sorted(set(events[events != NONE].tolist()))
+
+    def host_work_inside(self, thread: int, starts: np.ndarray, ends: np.ndarray) -> dict[int, int]:
+        """Per event: the host work before it that lies inside the given intervals of a thread
+        (the profiler's cost out in proportion)."""
+        mine = np.flatnonzero(self.event_thread == thread)
+        if not len(mine) or not len(starts):
+            return {}
+        order = np.argsort(starts, kind="stable")
+        merged_s, merged_e = _merge(starts[order], ends[order])
+        cum = np.concatenate(([0], np.cumsum(merged_e - merged_s)))
+
+        def covered_until(t: np.ndarray) -> np.ndarray:
+            k = np.searchsorted(merged_s, t, side="right") - 1
+            inside = np.where(k >= 0, np.clip(t - merged_s[np.maximum(k, 0)], 0, None), 0)
+            inside = np.minimum(inside, (merged_e - merged_s)[np.maximum(k, 0)])
+            return np.where(k >= 0, cum[np.maximum(k, 0)] + inside, 0)
+
+        a, b = self.gap_start[mine], self.event_start[mine]
+        overlap = covered_until(np.maximum(a, b)) - covered_until(a)
+        gap = np.maximum(b - a, 1)
+        work = np.asarray([self.work[e] for e in mine.tolist()])
+        share = (overlap * work // gap).astype(np.int64)
+        return {int(e): int(s) for e, s in zip(mine.tolist(), share.tolist(), strict=True) if s}
+
+    def replayed_window(self, a: int, b: int) -> int | None:
+        """How long the trace's [a, b) takes in the baseline replay (the profiler's cost out):
+        the host's replayed time from the first event in it to the first after it, or the GPU's
+        for the ops launched in between, whichever is longer."""
+        starts = np.asarray(self.start, dtype=np.int64)
+        e0, e1 = int(np.searchsorted(starts, a)), int(np.searchsorted(starts, b))
+        if e1 <= e0:
+            return None
+        clocks: list[int] = []
+        spans: list[tuple[int, int]] = []
+        self._replay(Fix("baseline"), clocks, spans)
+        host_end = clocks[e1] if e1 < len(clocks) else clocks[-1] + self.tail
+        gpu = [spans[e] for e in range(e0, e1) if spans[e][1] > spans[e][0]]
+        gpu_span = max(end for _, end in gpu) - min(begin for begin, _ in gpu) if gpu else 0
+        return max(host_end - clocks[e0], gpu_span)
+
+    def _replay(
+        self,
+        fix: Fix,
+        clocks: list[int] | None = None,
+        spans: list[tuple[int, int]] | None = None,
+    ) -> int:
+        stream, latency = self.stream, self.latency
+        duration = self.duration
+        if fix.durations:
+            duration = list(duration)
+            for row, ns in fix.durations.items():
+                duration[row] = ns
+        others = self.others
+        other_k = 0
+        stream_free: dict[int, int] = {}
+        clock = int(self.gap_start[0])
+        finish = max((end for _, end, _ in others), default=0)
+        queued_end = 0
+        saved = fix.host_saved
+        for i, ops in enumerate(self.launched):
+            clock += max(0, self.work[i] - saved.get(i, 0))
+            if clocks is not None:
+                clocks.append(clock)
+            first_begin, last_end = 0, 0
+            while other_k < len(others) and others[other_k][0] <= clock:
+                _, end, s = others[other_k]
+                stream_free[s] = max(stream_free.get(s, 0), end)
+                other_k += 1
+            for row in ops:
+                ns = duration[row]
+                if ns <= 0 and row in fix.durations:
+                    continue
+                s = stream[row]
+                begin = max(clock + latency[row], stream_free.get(s, 0))
+                end = begin + ns
+                stream_free[s] = end
+                queued_end = max(queued_end, end)
+                first_begin = begin if not last_end else min(first_begin, begin)
+                last_end = max(last_end, end)
+            if spans is not None:
+                spans.append((first_begin, last_end))
+            if not self.blocks[i]:
+                clock += fix.own.get(i, self.own[i])
+            elif i in fix.unblocked:
+                clock += fix.own.get(i, _CALL_NS)
+            else:
+                clock = max(clock + _CALL_NS, queued_end)
+        # The host's tail after its last launch or wait (often the profiler stopping) changes
+        # no launch: the replay ends with the last GPU op or the last call.
+        return max(finish, queued_end, clock)
+
+
+def build_graph(
     trace: Trace,
     ops: OpAttribution,
     locator: Locator,
     blocking_rows: np.ndarray,
-    removed_rows: set[int],
-) -> int:
-    """ns saved if the host calls ``removed_rows`` (all on one thread) no longer blocked.
-
-    ``blocking_rows`` are every blocking host call of the trace (they still block where kept).
-    """
-    if not removed_rows or not len(trace.gpu):
-        return 0
-    host = trace.host_calls
-    thread = int(host.thread[next(iter(removed_rows))])
-    events = _host_events(trace, ops, thread, blocking_rows)
-    if not events:
-        return 0
-    work = _host_work(locator, thread, events)
-    latency = _latencies(trace, ops)
-    replayed = np.zeros(len(trace.gpu), dtype=bool)
-    for event in events:
-        replayed[list(event.ops)] = True
-    others = _fixed_ops(trace, replayed)
-    gpu = trace.gpu
-    columns = (gpu.stream.tolist(), (gpu.end_ns - gpu.start_ns).tolist(), latency.tolist())
-    before = _replay(events, work, columns, others, set())
-    after = _replay(events, work, columns, others, removed_rows)
-    return max(0, before - after)
-
-
-def _host_events(
-    trace: Trace, ops: OpAttribution, thread: int, blocking_rows: np.ndarray
-) -> list[_HostEvent]:
-    host = trace.host_calls
+    options: AnalysisOptions,
+) -> StepGraph:
+    host, gpu = trace.host_calls, trace.gpu
     has = np.flatnonzero(ops.launch != NONE)
-    mine = has[host.thread[ops.launch[has]] == thread]
-    mine = mine[np.argsort(ops.launch[mine], kind="stable")]
-    calls, first = np.unique(ops.launch[mine], return_index=True)
-    groups = np.split(mine, first[1:]) if len(mine) else []
-    launched = dict(zip(calls.tolist(), (g.tolist() for g in groups), strict=True))
-    blocking = {int(r) for r in blocking_rows.tolist() if int(host.thread[r]) == thread}
-    rows = sorted(set(launched) | blocking, key=lambda r: (int(host.start_ns[r]), r))
-    return [
-        _HostEvent(
-            int(host.start_ns[r]),
-            int(host.end_ns[r]),
-            r,
-            r in blocking,
-            tuple(launched.get(r, ())),
-        )
-        for r in rows
+    by_call = has[np.argsort(ops.launch[has], kind="stable")]
+    calls, first = np.unique(ops.launch[by_call], return_index=True)
+    groups = np.split(by_call, first[1:]) if len(by_call) else []
+    launched = dict(zip(calls.tolist(), (tuple(g.tolist()) for g in groups), strict=True))
+    blocking = set(blocking_rows.tolist())
+    rows = np.asarray(sorted(set(launched) | blocking), dtype=np.int64)
+    rows = rows[np.lexsort((rows, host.start_ns[rows]))] if len(rows) else rows
+    starts, ends = host.start_ns[rows], host.end_ns[rows]
+    threads = host.thread[rows]
+    reach = np.maximum.accumulate(ends) if len(rows) else ends
+    # The host work before the first launch (loading the first batch) counts too.
+    first_seen = _first_host_time(trace, threads[0]) if len(rows) else 0
+    prev = np.concatenate((np.minimum(starts[:1], first_seen), reach[:-1]))
+    gap_end = np.maximum(prev, starts)
+    cost = locator.profiler_cost_between(threads, prev, gap_end) if len(rows) else prev
+    work = np.maximum(0, gap_end - prev - cost)
+    is_blocking = np.isin(rows, list(blocking))
+    # A launch call's time in the trace includes the profiler's callback around it.
+    names = np.unique(host.name[rows])
+    launch_names = names[[("aunch" in trace.strings[n]) for n in names.tolist()]]
+    is_launch = np.isin(host.name[rows], launch_names)
+    own = np.where(
+        is_launch,
+        np.minimum(ends - starts, options.unprofiled_launch_ns),
+        ends - starts,
+    )
+    event_of_op = np.full(len(gpu), NONE, dtype=np.int64)
+    launched_rows = [launched.get(int(r), ()) for r in rows.tolist()]
+    for i, opr in enumerate(launched_rows):
+        if opr:
+            event_of_op[list(opr)] = i
+    fixed = np.flatnonzero(event_of_op == NONE)
+    fixed = fixed[np.argsort(gpu.start_ns[fixed], kind="stable")]
+    end_of_trace = int(max(host.end_ns.max(initial=0), gpu.end_ns.max(initial=0)))
+    last_host = int(reach[-1]) if len(rows) else 0
+    tail_cost = (
+        int(locator.profiler_cost_between(threads[-1:], reach[-1:], np.array([end_of_trace]))[0])
+        if len(rows) and end_of_trace > last_host
+        else 0
+    )
+    return StepGraph(
+        host_rows=rows,
+        start=starts.tolist(),
+        own=own.tolist(),
+        work=work.tolist(),
+        gap_start=prev,
+        event_start=gap_end,
+        event_thread=threads,
+        blocks=is_blocking.tolist(),
+        blocked=np.where(is_blocking, ends - starts, 0).tolist(),
+        launched=launched_rows,
+        event_of_op=event_of_op,
+        stream=gpu.stream.tolist(),
+        duration=(gpu.end_ns - gpu.start_ns).tolist(),
+        latency=_latencies(trace, ops).tolist(),
+        others=list(
+            zip(
+                gpu.start_ns[fixed].tolist(),
+                gpu.end_ns[fixed].tolist(),
+                gpu.stream[fixed].tolist(),
+                strict=True,
+            )
+        ),
+        tail=max(0, end_of_trace - last_host - tail_cost) if len(rows) else 0,
+    )
+
+
+def _first_host_time(trace: Trace, thread: int) -> int:
+    """When the trace first shows the thread at work (a frame, an op or a call)."""
+    firsts = [
+        table.start_ns[table.thread == thread].min(initial=np.iinfo(np.int64).max)
+        for table in (trace.frames, trace.cpu_ops, trace.host_calls)
     ]
+    return int(min(firsts))
 
 
-def _host_work(locator: Locator, thread: int, events: list[_HostEvent]) -> np.ndarray:
-    """Host time before each event since the previous one returned, less the profiler's cost;
-    a non-blocking call's own duration is host work too."""
-    starts = np.array([e.start for e in events], dtype=np.int64)
-    ends = np.array([e.end for e in events], dtype=np.int64)
-    prev_end = np.concatenate(([starts[0]], ends[:-1]))
-    gaps = np.maximum(0, starts - prev_end)
-    cost = locator.profiler_cost_between(np.full(len(events), thread), prev_end, starts)
-    return np.maximum(0, gaps - cost)
+def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted intervals merged where they overlap."""
+    if not len(starts):
+        return starts, ends
+    reach = np.maximum.accumulate(ends)
+    new = np.concatenate(([True], starts[1:] > reach[:-1]))
+    first = np.flatnonzero(new)
+    last = np.concatenate((first[1:] - 1, [len(starts) - 1]))
+    return starts[first], reach[last]
 
 
 def _latencies(trace: Trace, ops: OpAttribution) -> np.ndarray:
     """Launch-to-start delay of each GPU op where its stream was idle at launch, else 0."""
     gpu, host = trace.gpu, trace.host_calls
     out = np.zeros(len(gpu), dtype=np.int64)
-    if not len(gpu):
+    if not len(gpu) or not len(host):
         return out
     order = np.lexsort((gpu.start_ns, gpu.stream))
     stream = gpu.stream[order]
@@ -119,53 +297,3 @@ def _latencies(trace: Trace, ops: OpAttribution) -> np.ndarray:
     lag = np.clip(gpu.start_ns[order] - launched, 0, _MAX_LATENCY_NS)
     out[order[idle]] = lag[idle]
     return out
-
-
-def _fixed_ops(trace: Trace, replayed: np.ndarray) -> list[tuple[int, int, int]]:
-    """(start, end, stream) of the GPU ops launched by other threads, by start."""
-    gpu = trace.gpu
-    rows = np.flatnonzero(~replayed)
-    rows = rows[np.argsort(gpu.start_ns[rows], kind="stable")]
-    return list(
-        zip(
-            gpu.start_ns[rows].tolist(),
-            gpu.end_ns[rows].tolist(),
-            gpu.stream[rows].tolist(),
-            strict=True,
-        )
-    )
-
-
-def _replay(
-    events: list[_HostEvent],
-    work: np.ndarray,
-    columns: tuple[list[int], list[int], list[int]],  # per GPU op: stream, duration, latency
-    others: list[tuple[int, int, int]],
-    removed: set[int],
-) -> int:
-    streams, durations, latency = columns
-    # Ops of other threads keep their times; they hold their streams in start order.
-    other_k = 0
-    stream_free: dict[int, int] = {}
-    clock = events[0].start
-    finish = max((end for _, end, _ in others), default=0)
-    queued_end = 0
-    for event, before in zip(events, work.tolist(), strict=True):
-        clock += before
-        while other_k < len(others) and others[other_k][0] <= clock:
-            start, end, stream = others[other_k]
-            stream_free[stream] = max(stream_free.get(stream, 0), end)
-            other_k += 1
-        launch_at = clock
-        for row in event.ops:
-            stream = streams[row]
-            start = max(launch_at + latency[row], stream_free.get(stream, 0))
-            end = start + durations[row]
-            stream_free[stream] = end
-            queued_end = max(queued_end, end)
-            finish = max(finish, end)
-        if event.blocks and event.row not in removed:
-            clock = max(clock + _CALL_NS, queued_end)
-        else:
-            clock += event.end - event.start if not event.blocks else _CALL_NS
-    return finish  # the GPU's last op: host work after the last launch changes nothing there

@@ -10,15 +10,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import Any
 
 import msgspec
 import numpy as np
 
 from brrr_trace.analyzers.attribution import Locator, OpAttribution
-from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.frames import is_user_file, parse_frame
+from brrr_trace.analyzers.intervals import NONE, Innermost
 from brrr_trace.analyzers.regimes import LineCost, OpClasses
-from brrr_trace.analyzers.replay import saving_without_waits
+from brrr_trace.analyzers.replay import Fix, StepGraph, build_graph
 from brrr_trace.analyzers.roofline import GpuPeak, is_tf32_kernel, kernel_dtype
 from brrr_trace.analyzers.timeline import Timeline
 from brrr_trace.options import AnalysisOptions
@@ -50,6 +52,7 @@ class RuleContext:
     span_ns: int
     sms: int | None
     _rows: dict[int, np.ndarray] = field(default_factory=dict)
+    _graph: StepGraph | None = None
 
     def __post_init__(self) -> None:
         placed = np.flatnonzero(self.ops.line != NONE)
@@ -59,6 +62,19 @@ class RuleContext:
         for chunk in np.split(order, cuts) if len(order) else ():
             self._rows[int(self.ops.line[chunk[0]])] = chunk
         self.by_id = {cost.line_id: cost for cost in self.costs}
+
+    @property
+    def graph(self) -> StepGraph:
+        """The trace as a replayable graph, built on first use (DESIGN §7)."""
+        if self._graph is None:
+            self._graph = build_graph(
+                self.trace, self.ops, self.locator, self.timeline.blocking_rows, self.options
+            )
+        return self._graph
+
+    def replayed(self, fix: Fix) -> tuple[int, dict[str, float | int | str]]:
+        """The saving of a fix by replay, and the evidence that says which fix it was."""
+        return self.graph.saving(fix), {"replayed": fix.what}
 
     def rows(self, line_id: int) -> np.ndarray:
         return self._rows.get(line_id, np.zeros(0, dtype=np.int64))
@@ -115,45 +131,43 @@ def _ms(ns: float) -> str:
 
 
 def launch_overhead(ctx: RuleContext) -> Iterator[RawFinding]:
-    for cost in ctx.costs:
-        if cost.regime is not Regime.OVERHEAD or cost.kernels < ctx.options.many_kernels:
-            continue
+    """Host-bound lines, whatever their kernels' length: the replay takes the host work before
+    each of the line's launches away, as replaying them from a CUDA graph would."""
+    candidates = [
+        c
+        for c in ctx.costs
+        if c.regime is Regime.OVERHEAD
+        and c.kernels >= ctx.options.many_kernels
+        and _host_idle(ctx, c)
+    ]
+    candidates.sort(key=lambda c: -_host_idle(ctx, c))
+    for cost in candidates[: ctx.options.max_replayed_lines]:
         rows = ctx.rows(cost.line_id)
-        median = float(np.median(ctx.duration(rows))) if len(rows) else 0.0
-        if median >= ctx.options.short_kernel_ns:
-            continue
-        saving = ctx.idle(cost, IdleCause.HOST, IdleCause.LAUNCH)
+        events = ctx.graph.events_launching(rows)
+        fix = Fix(
+            "the line's launches replayed from a CUDA graph",
+            # The host work before the trace's first launch is start-up, no line's launches.
+            host_saved={e: ctx.graph.work[e] for e in events if e},
+            own={e: 0 for e in events},
+        )
+        saving, evidence = ctx.replayed(fix)
         if not ctx.worth_it(saving):
             continue
+        median = float(np.median(ctx.duration(rows)))
         yield RawFinding(
             "launch-overhead",
             cost.line_id,
             saving,
             f"{cost.kernels} kernels with a median of {median / 1e3:.1f} µs: the GPU waits "
-            f"{_ms(saving)} for the host to launch them",
+            f"{_ms(_host_idle(ctx, cost))} for the host to launch them",
             'Capture the loop in a CUDA graph (torch.compile(mode="reduce-overhead") or '
             "torch.cuda.graphs), or batch the small ops into fewer, larger ones.",
-            {"kernels": cost.kernels, "median_kernel_us": round(median / 1e3, 2)},
+            {"kernels": cost.kernels, "median_kernel_us": round(median / 1e3, 2), **evidence},
         )
 
 
-def _idle_rule(
-    ctx: RuleContext, rule: str, cause: IdleCause, what: str, fix: str
-) -> Iterator[RawFinding]:
-    """A finding per line whose idle of one cause (less the profiler's cost) is worth fixing."""
-    for cost in ctx.costs:
-        saving = ctx.idle(cost, cause)
-        if not ctx.worth_it(saving):
-            continue
-        raw = cost.idle_by_cause.get(cause, 0)
-        yield RawFinding(
-            rule,
-            cost.line_id,
-            saving,
-            what.format(idle=_ms(raw)),
-            fix,
-            {f"{cause}_idle_us": round(raw / 1e3, 1)},
-        )
+def _host_idle(ctx: RuleContext, cost: LineCost) -> int:
+    return ctx.idle(cost, IdleCause.HOST, IdleCause.LAUNCH)
 
 
 def host_sync(ctx: RuleContext) -> Iterator[RawFinding]:
@@ -176,7 +190,13 @@ def host_sync(ctx: RuleContext) -> Iterator[RawFinding]:
         if cost is None:
             continue
         removed = set(blocking[line_of == line_id].tolist()) | set(waits)
-        saving = saving_without_waits(ctx.trace, ctx.ops, ctx.locator, blocking, removed)
+        events = ctx.graph.events_of(np.asarray(sorted(removed), dtype=np.int64))
+        saving, evidence = ctx.replayed(
+            Fix("the line's waits removed", unblocked=frozenset(events))
+        )
+        # The GPU gains at most the idle the waits left it (the replay's clock model is coarser
+        # than that measurement).
+        saving = min(saving, cost.idle_by_cause.get(IdleCause.SYNC, 0))
         if not ctx.worth_it(saving):
             continue
         blocked = int((host.end_ns[list(waits)] - host.start_ns[list(waits)]).sum())
@@ -192,20 +212,48 @@ def host_sync(ctx: RuleContext) -> Iterator[RawFinding]:
             {
                 "sync_idle_us": round(cost.idle_by_cause.get(IdleCause.SYNC, 0) / 1e3, 1),
                 "blocked_us": round(blocked / 1e3, 1),
-                "replayed": "waits removed",
+                **evidence,
             },
         )
 
 
 def dataloader_stall(ctx: RuleContext) -> Iterator[RawFinding]:
-    return _idle_rule(
-        ctx,
-        "dataloader-stall",
-        IdleCause.DATALOADER,
-        "the GPU idles {idle} while the DataLoader produces the next batch",
-        "Load in the background: DataLoader(..., num_workers=4, pin_memory=True, "
-        "persistent_workers=True, prefetch_factor=2).",
-    )
+    """The replay takes away the host time spent inside the DataLoader's ``__next__`` (worker
+    processes would load the batches meanwhile), per line that asks for the next batch."""
+    frames = ctx.trace.frames
+    rows = ctx.locator.dataloader_rows
+    if not len(rows):
+        return
+    threads, starts, ends = frames.thread[rows], frames.start_ns[rows], frames.end_ns[rows]
+    callers = ctx.locator.lines_at(threads, starts)
+    for line_id in np.unique(callers[callers != NONE]).tolist():
+        cost = ctx.by_id.get(line_id)
+        if cost is None:
+            continue
+        mine = callers == line_id
+        saved: dict[int, int] = {}
+        for thread in np.unique(threads[mine]).tolist():
+            sel = mine & (threads == thread)
+            saved.update(ctx.graph.host_work_inside(thread, starts[sel], ends[sel]))
+        saving, evidence = ctx.replayed(Fix("batches loaded by worker processes", saved))
+        if not ctx.worth_it(saving):
+            continue
+        raw = cost.idle_by_cause.get(IdleCause.DATALOADER, 0)
+        loading = sum(saved.values())
+        yield RawFinding(
+            "dataloader-stall",
+            line_id,
+            saving,
+            f"the host spends {_ms(loading)} producing batches in the main process; the GPU "
+            f"idles {_ms(raw)} meanwhile",
+            "Load in the background: DataLoader(..., num_workers=4, pin_memory=True, "
+            "persistent_workers=True, prefetch_factor=2).",
+            {
+                "dataloader_idle_us": round(raw / 1e3, 1),
+                "loading_us": round(loading / 1e3, 1),
+                **evidence,
+            },
+        )
 
 
 def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
@@ -223,6 +271,8 @@ def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
     launch_t = np.where(launched, host.start_ns[np.maximum(ctx.ops.launch, 0)], -1)
     launch_thread = np.where(launched, host.thread[np.maximum(ctx.ops.launch, 0)], NONE)
     per_line: dict[int, list[int]] = {}
+    steps_of_line: dict[int, list[int]] = {}
+    foreach: dict[int, bool] = {}
     for row in steps:
         inside = (
             (launch_thread == cpu.thread[row])
@@ -230,11 +280,14 @@ def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
             & (launch_t <= cpu.end_ns[row])
         )
         kernels = np.flatnonzero(inside)
-        if len(kernels) < ctx.options.many_kernels or _is_multi_tensor_step(ctx.trace, row):
+        form = _multi_tensor_form(ctx.trace, row)
+        if len(kernels) < ctx.options.many_kernels or form == "fused":
             continue
         line = ctx.locator.line_at(int(cpu.thread[row]), int(cpu.start_ns[row]))
         if line != NONE:
+            foreach.setdefault(line, form == "foreach")
             per_line.setdefault(line, []).extend(kernels.tolist())
+            steps_of_line.setdefault(line, []).append(row)
     for line_id, kernels in per_line.items():
         cost = ctx.by_id.get(line_id)
         if cost is None:
@@ -243,33 +296,66 @@ def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
         nbytes = float(np.nansum(ctx.classes.nbytes[rows]))
         hbm = ctx.peak.hbm_gbps * 1e9 if ctx.peak and ctx.peak.hbm_gbps else None
         ideal = nbytes / (ctx.options.achievable_bandwidth * hbm) * 1e9 if hbm else 0.0
-        spent = cost.gpu_ns + cost.idle_ns - cost.profiler_ns
-        saving = max(0.0, spent - ideal)
+        spent_gpu = max(1, int(ctx.duration(rows).sum()))
+        # A foreach step already runs few, large kernels; fused, it moves each parameter's
+        # state once instead of once per op (an assumed share of its traffic, see options).
+        scale = (
+            ctx.options.fused_share_of_foreach_traffic
+            if foreach[line_id]
+            else min(1.0, ideal / spent_gpu)
+        )
+        saved: dict[int, int] = {}
+        for row in steps_of_line[line_id]:
+            saved.update(
+                ctx.graph.host_work_inside(
+                    int(cpu.thread[row]), cpu.start_ns[row : row + 1], cpu.end_ns[row : row + 1]
+                )
+            )
+        # What the fused step still costs the host: its Python and a launch per parameter group.
+        keep = ctx.options.fused_step_host_ns * len(steps_of_line[line_id])
+        total = max(1, sum(saved.values()))
+        saved = {e: ns - ns * min(keep, total) // total for e, ns in saved.items()}
+        events = ctx.graph.events_launching(rows)
+        fix = Fix(
+            "the step's kernels fused into one pass over the parameters",
+            host_saved=saved,
+            durations={r: int(ctx.graph.duration[r] * scale) for r in rows.tolist()},
+            own={e: 0 for e in events},
+        )
+        saving, evidence = ctx.replayed(fix)
         if not ctx.worth_it(saving):
             continue
         yield RawFinding(
             "unfused-optimizer",
             line_id,
             int(saving),
-            f"the optimizer step launches {len(rows)} kernels, one small group per parameter",
+            (
+                f"the optimizer step runs the foreach implementation: {len(rows)} kernels, a "
+                "pass over the parameters per operation"
+                if foreach[line_id]
+                else f"the optimizer step launches {len(rows)} kernels, one small group per "
+                "parameter"
+            ),
             "Use the fused implementation: torch.optim.AdamW(params, lr=..., fused=True) "
             "(or foreach=True).",
-            {"kernels": len(rows), "bytes": int(nbytes)},
+            {"kernels": len(rows), "bytes": int(nbytes), **evidence},
         )
 
 
-_MULTI_TENSOR_OPS = ("aten::_fused_", "aten::_foreach_")
-
-
-def _is_multi_tensor_step(trace: Trace, step: int) -> bool:
-    """The step already uses the foreach or fused implementation (one kernel for many tensors)."""
+def _multi_tensor_form(trace: Trace, step: int) -> str | None:
+    """ "fused" or "foreach" when the step already runs one kernel for many tensors."""
     cpu = trace.cpu_ops
     inside = np.flatnonzero(
         (cpu.thread == cpu.thread[step])
         & (cpu.start_ns >= cpu.start_ns[step])
         & (cpu.end_ns <= cpu.end_ns[step])
     )
-    return any(trace.strings[cpu.name[r]].startswith(_MULTI_TENSOR_OPS) for r in inside.tolist())
+    names = {trace.strings[cpu.name[r]] for r in inside.tolist()}
+    if any(n.startswith("aten::_fused_") for n in names):
+        return "fused"
+    if any(n.startswith("aten::_foreach_") for n in names):
+        return "foreach"
+    return None
 
 
 # -- memory ------------------------------------------------------------------------------------
@@ -288,7 +374,17 @@ def pageable_memcpy(ctx: RuleContext) -> Iterator[RawFinding]:
         arr = np.asarray(rows)
         spent = int(ctx.duration(arr).sum())
         nbytes = int(np.maximum(gpu.nbytes[arr], 0).sum())
-        saving = max(0.0, spent - nbytes / pinned_rate * 1e9)
+        events = ctx.graph.events_launching(arr)
+        # Pinned and non_blocking: the copy runs at the link's rate and the host goes on.
+        fix = Fix(
+            "copies from pinned memory, non_blocking",
+            unblocked=frozenset(events),
+            durations={
+                r: int(max(0, int(gpu.nbytes[r])) / pinned_rate * 1e9) for r in arr.tolist()
+            },
+            own={e: ctx.options.unprofiled_launch_ns for e in events},
+        )
+        saving, evidence = ctx.replayed(fix)
         if not ctx.worth_it(saving):
             continue
         rate = nbytes / spent if spent else 0.0
@@ -300,7 +396,7 @@ def pageable_memcpy(ctx: RuleContext) -> Iterator[RawFinding]:
             f"{rate:.1f} GB/s; pinned memory would reach about {pinned_rate / 1e9:.0f} GB/s",
             "Pin the host tensor and copy asynchronously: x.pin_memory().to(device, "
             "non_blocking=True), or DataLoader(..., pin_memory=True).",
-            {"copies": len(rows), "bytes": nbytes, "achieved_gbps": round(rate, 2)},
+            {"copies": len(rows), "bytes": nbytes, "achieved_gbps": round(rate, 2), **evidence},
         )
 
 
@@ -359,7 +455,15 @@ def unfused_elementwise(ctx: RuleContext) -> Iterator[RawFinding]:
         fn = function_of[int(ctx.ops.line[run[0]])]
         per_function.setdefault(fn, []).append((run, float(dur.sum()) * (1 - kept)))
     for fn, found in per_function.items():
-        saving = sum(s for _, s in found)
+        if not ctx.worth_it(sum(s for _, s in found)):
+            continue
+        durations: dict[int, int] = {}
+        for run, cut in found:
+            # One fused kernel per run, at its first kernel's place in the queue.
+            total = int(ctx.duration(np.asarray(run)).sum())
+            durations.update({r: 0 for r in run[1:]})
+            durations[run[0]] = max(1, total - int(cut))
+        saving, evidence = ctx.replayed(Fix("each run fused into one kernel", durations=durations))
         if not ctx.worth_it(saving):
             continue
         rows = np.asarray([r for run, _ in found for r in run])
@@ -375,7 +479,7 @@ def unfused_elementwise(ctx: RuleContext) -> Iterator[RawFinding]:
             f"(lines {', '.join(map(str, numbers))}); each reads and writes its whole tensor",
             f"Fuse them: decorate {fn[1]} with @torch.compile (or use in-place ops and "
             "fewer dtype casts).",
-            {"kernels": len(rows), "runs": len(found), "lines": len(numbers)},
+            {"kernels": len(rows), "runs": len(found), "lines": len(numbers), **evidence},
             covers=tuple(int(k) for k in line_ids),
         )
 
@@ -423,7 +527,20 @@ def manual_attention(ctx: RuleContext) -> Iterator[RawFinding]:
         flops = sum(ctx.by_id[k].flops or 0 for k in (before[-1], after[0]))
         peak = ctx.peak.tensor_tflops.bf16 if ctx.peak else None
         ideal = flops / (0.5 * peak * 1e12) * 1e9 if peak and flops else spent * 0.5
-        saving = max(0.0, spent - ideal)
+        if not ctx.worth_it(spent - ideal):
+            continue
+        rows = np.concatenate([ctx.rows(k) for k in span])
+        scale = min(1.0, ideal / max(1, int(ctx.duration(rows).sum())))
+        # One call instead of the span's statements: the host work of all but one goes.
+        kept = 1 / len(span)
+        events = ctx.graph.events_launching(rows)
+        fix = Fix(
+            "the span as one fused attention kernel",
+            host_saved={e: int(ctx.graph.work[e] * (1 - kept)) for e in events},
+            durations={r: int(ctx.graph.duration[r] * scale) for r in rows.tolist()},
+            own={e: int(ctx.graph.own[e] * kept) for e in events},
+        )
+        saving, evidence = ctx.replayed(fix)
         if not ctx.worth_it(saving):
             continue
         numbers = sorted(lines[k].line for k in span)
@@ -435,8 +552,80 @@ def manual_attention(ctx: RuleContext) -> Iterator[RawFinding]:
             "score matrix goes through HBM several times",
             "Use the fused kernel: torch.nn.functional.scaled_dot_product_attention(q, k, v, "
             "attn_mask=..., is_causal=...).",
-            {"lines": len(span), "flops": int(flops)},
+            {"lines": len(span), "flops": int(flops), **evidence},
             covers=tuple(span),
+        )
+
+
+def library_attention(ctx: RuleContext) -> Iterator[RawFinding]:
+    """The same pattern inside a library's function (a model class from site-packages): its
+    kernels all land on the user's line that calls the model, so the pattern is looked for per
+    call of the library function, forward and backward, and reported on that line."""
+    frames = ctx.trace.frames
+    strings = ctx.trace.strings
+    names = np.unique(frames.name) if len(frames) else np.zeros(0, dtype=np.int64)
+    library = [
+        sid
+        for sid in names.tolist()
+        if (parsed := parse_frame(strings[sid])) is not None
+        and not is_user_file(parsed.file, ctx.options, ctx.locator.is_local)
+        and not any(fnmatchcase(parsed.file, p) for p in ctx.options.excluded_files)
+    ]
+    rows = np.flatnonzero(np.isin(frames.name, library)) if library else np.zeros(0, np.int64)
+    if not len(rows):
+        return
+    inner = Innermost(frames.thread[rows], frames.start_ns[rows], frames.end_ns[rows])
+    host = ctx.trace.host_calls
+    has = np.flatnonzero(ctx.ops.launch != NONE)
+    thread, t = host.thread[ctx.ops.launch[has]], host.start_ns[ctx.ops.launch[has]]
+    back = ctx.locator.backward_points(thread, t)
+    moved = back.thread != NONE
+    thread, t = np.where(moved, back.thread, thread), np.where(moved, back.t, t)
+    call = inner.at_many(thread, t)
+    per_line: dict[int, list[int]] = {}
+    order = np.argsort(ctx.trace.gpu.start_ns[has], kind="stable")
+    del thread, t
+    by_call: dict[int, list[int]] = {}
+    for k in order.tolist():
+        if call[k] != NONE:
+            by_call.setdefault(int(call[k]), []).append(int(has[k]))
+    for members in by_call.values():
+        kinds = [ctx.kind(r) for r in members]
+        if KernelKind.ATTENTION in kinds:
+            continue
+        for backward in (False, True):
+            part = [r for r in members if bool(ctx.ops.backward[r]) == backward]
+            span = _score_span(ctx, part, gemms_each_side=2 if backward else 1)
+            line = int(ctx.ops.line[span[0]]) if span else NONE
+            if line != NONE:
+                per_line.setdefault(line, []).extend(span)
+    peak = ctx.peak.tensor_tflops.bf16 if ctx.peak else None
+    for line_id, members in per_line.items():
+        span = np.asarray(members)
+        spent = int(ctx.duration(span).sum())
+        gemms = span[[ctx.kind(r) is KernelKind.GEMM for r in members]]
+        flops = float(np.nansum(ctx.classes.flops[gemms]))
+        ideal = flops / (0.5 * peak * 1e12) * 1e9 if peak and flops else spent * 0.5
+        if not ctx.worth_it(spent - ideal):
+            continue
+        scale = min(1.0, ideal / max(1, spent))
+        fix = Fix(
+            "the library's attention as one fused kernel",
+            durations={r: int(ctx.graph.duration[r] * scale) for r in members},
+        )
+        saving, evidence = ctx.replayed(fix)
+        if not ctx.worth_it(saving):
+            continue
+        yield RawFinding(
+            "manual-attention",
+            line_id,
+            saving,
+            f"the code this line calls computes attention by hand ({len(members)} kernels: "
+            "matmul, softmax, matmul, forward and backward); the score matrix goes through "
+            "HBM several times",
+            "Use the fused kernel: torch.nn.functional.scaled_dot_product_attention, or the "
+            "library's own option for it (e.g. an attn_implementation or use_sdpa setting).",
+            {"kernels": len(members), "flops": int(flops), **evidence},
         )
 
 
@@ -460,8 +649,11 @@ def fp32_matmul(ctx: RuleContext) -> Iterator[RawFinding]:
         ]
         if not rows:
             continue
-        spent = int(ctx.duration(np.asarray(rows)).sum())
-        saving = spent * (1 - ratio)
+        fix = Fix(
+            "the FP32 matrix kernels on TF32 tensor cores",
+            durations={r: int(ctx.graph.duration[r] * ratio) for r in rows},
+        )
+        saving, evidence = ctx.replayed(fix)
         if not ctx.worth_it(saving):
             continue
         yield RawFinding(
@@ -472,7 +664,7 @@ def fp32_matmul(ctx: RuleContext) -> Iterator[RawFinding]:
             f"TFLOP/s peak) instead of TF32 tensor cores ({peak.tensor_tflops.tf32:.0f})",
             'Allow TF32: torch.set_float32_matmul_precision("high") at start-up, or run the '
             'region under torch.autocast("cuda", dtype=torch.bfloat16).',
-            {"kernels": len(rows), "fp32_tflops": peak.simt_tflops.fp32},
+            {"kernels": len(rows), "fp32_tflops": peak.simt_tflops.fp32, **evidence},
         )
 
 
@@ -707,6 +899,22 @@ def _covered(starts: np.ndarray, reach: np.ndarray, a: int, b: int) -> int:
     return covered
 
 
+def _score_span(ctx: RuleContext, rows: list[int], gemms_each_side: int) -> list[int]:
+    """The kernels from the matmuls before the first softmax to those after it (a backward
+    pass has two matmuls on each side: the gradients of both operands)."""
+    kinds = [ctx.kind(r) for r in rows]
+    if KernelKind.SOFTMAX not in kinds:
+        return []
+    soft = kinds.index(KernelKind.SOFTMAX)
+    before = [i for i in range(soft) if kinds[i] is KernelKind.GEMM]
+    after = [i for i in range(soft + 1, len(rows)) if kinds[i] is KernelKind.GEMM]
+    if not before or not after:
+        return []
+    first = before[-min(gemms_each_side, len(before))]
+    last = after[min(gemms_each_side, len(after)) - 1]
+    return rows[first : last + 1]
+
+
 _REGIME_CODE = {Regime.COMPUTE: 0, Regime.MEMORY: 1, Regime.OVERHEAD: 2}
 
 RULES: tuple[Rule, ...] = (
@@ -717,6 +925,7 @@ RULES: tuple[Rule, ...] = (
     fp32_matmul,
     unfused_elementwise,
     manual_attention,
+    library_attention,
     unfused_optimizer,
     misaligned_shape,
     small_grid,

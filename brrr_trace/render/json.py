@@ -86,6 +86,9 @@ def to_dict(report: Report) -> dict[str, Any]:
                 "evidence": f.evidence,
                 "doc": f.doc,
                 "lines": list(f.lines or (f.line,)),
+                "est_savings_per_step_us": (
+                    None if f.est_savings_per_step_ns is None else _us(f.est_savings_per_step_ns)
+                ),
             }
             for f in report.findings
         ],
@@ -94,6 +97,20 @@ def to_dict(report: Report) -> dict[str, Any]:
         ],
         "notes": list(report.notes),
         "unmapped_files": list(report.unmapped_files),
+        "steps": _steps(report),
+    }
+
+
+def _steps(report: Report) -> dict[str, Any] | None:
+    steps = report.steps
+    if steps is None:
+        return None
+    return {
+        "count": steps.count,
+        "durations_us": [_us(ns) for ns in steps.durations_ns],
+        "median_us": _us(steps.median_ns),
+        "spread_us": _us(steps.spread_ns),
+        "replayed_unprofiled_us": None if steps.replayed_ns is None else _us(steps.replayed_ns),
     }
 
 

@@ -114,7 +114,9 @@ def main() -> int:
     parser.add_argument("--only", default="")
     parser.add_argument("--no-timing", action="store_true")
     parser.add_argument(
-        "--timing-only", action="store_true", help="keep the traces there are; time and profile fixes"
+        "--timing-only",
+        action="store_true",
+        help="keep the traces there are; time and profile fixes",
     )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=120)
