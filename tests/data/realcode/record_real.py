@@ -1,6 +1,7 @@
 """Record the real-code accuracy set, and time each program's fixes unprofiled.
 
-    python3 record_real.py --out DIR [--device cuda|cpu] [--only gpt,cnn] [--no-timing | --timing-only]
+    python3 record_real.py --out DIR [--device cuda|cpu] [--only gpt,cnn]
+                           [--no-timing | --timing-only]
 
 Per program, three processes of the same deterministic run (8 steps; the profiler keeps steps 3
 and 4): a plain ``torch.profiler`` trace (``--profile``: shapes + stacks), the same run under
