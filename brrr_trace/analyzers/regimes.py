@@ -17,7 +17,6 @@ from brrr_trace.analyzers.attribution import LineKey, Locator, OpAttribution, ou
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.roofline import (
     UNKNOWN_COST,
-    GpuPeak,
     OpCost,
     ceilings,
     classify,
@@ -31,6 +30,7 @@ from brrr_trace.analyzers.roofline import (
     roofline_seconds,
 )
 from brrr_trace.analyzers.timeline import Timeline
+from brrr_trace.hardware.peaks import GpuPeak
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import GPU_MEMCPY, GPU_MEMSET, Trace
 from brrr_trace.vocabulary import IdleCause, KernelKind, Regime
