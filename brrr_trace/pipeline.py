@@ -13,9 +13,9 @@ import numpy as np
 from brrr_trace import __version__
 from brrr_trace.analyzers.attribution import Locator, attribute_ops
 from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.kernels import kernel_kind
 from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.regimes import REGIMES, OpClasses, classify_ops, line_costs
-from brrr_trace.analyzers.roofline import kernel_kind
 from brrr_trace.analyzers.rules import RawFinding, RuleContext
 from brrr_trace.analyzers.rules import find as find_findings
 from brrr_trace.analyzers.timeline import build_timeline

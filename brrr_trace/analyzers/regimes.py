@@ -15,16 +15,13 @@ import numpy as np
 
 from brrr_trace.analyzers.attribution import LineKey, Locator, OpAttribution, outermost_ops
 from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.kernels import is_host_copy, is_tf32_kernel, kernel_dtype, kernel_kind
 from brrr_trace.analyzers.roofline import (
     UNKNOWN_COST,
     OpCost,
     ceilings,
     classify,
-    is_host_copy,
-    is_tf32_kernel,
     kernel_cost_from_launch,
-    kernel_dtype,
-    kernel_kind,
     memcpy_cost,
     op_cost,
     roofline_seconds,

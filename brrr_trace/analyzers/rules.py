@@ -17,9 +17,9 @@ import numpy as np
 
 from brrr_trace.analyzers.attribution import Locator, OpAttribution
 from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.kernels import is_tf32_kernel, kernel_dtype
 from brrr_trace.analyzers.regimes import LineCost, OpClasses
 from brrr_trace.analyzers.replay import saving_without_waits
-from brrr_trace.analyzers.roofline import is_tf32_kernel, kernel_dtype
 from brrr_trace.analyzers.timeline import Timeline
 from brrr_trace.hardware.peaks import GpuPeak
 from brrr_trace.options import AnalysisOptions
