@@ -220,7 +220,7 @@ def test_a_mig_slice_scales_compute_by_sms_and_bandwidth_by_memory() -> None:
     assert peak.hbm_gbps == pytest.approx(1555 * (mem / GiB) / max(full.memory_gib))
 
 
-# --- the public traces --------------------------------------------------------------------------
+# --- the public traces ---------------------------------------------------------------------------
 
 EXPECTED_PUBLIC = {
     "NVIDIA B200": "B200",

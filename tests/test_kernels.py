@@ -184,7 +184,7 @@ def test_host_copies() -> None:
     assert not is_host_copy("Memcpy DtoD (Device -> Device)")
 
 
-# --- the public traces --------------------------------------------------------------------------
+# --- the public traces ---------------------------------------------------------------------------
 
 _MATRIX_LOOKING = re.compile(
     r"(?<!fb)gemm|gemv|cijk_|nvjet|xmma|tensorop|flash|fmha|attention|attn_fwd|conv|scudnn", re.I
