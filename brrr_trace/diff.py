@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from brrr_trace.analyzers.roofline import kernel_dtype
+from brrr_trace.analyzers.kernels import kernel_dtype
 from brrr_trace.report import Finding, LineReport, Report
 from brrr_trace.vocabulary import Regime
 

@@ -13,14 +13,16 @@ import numpy as np
 from brrr_trace import __version__
 from brrr_trace.analyzers.attribution import Locator, attribute_ops
 from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.kernels import kernel_kind
 from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.regimes import REGIMES, OpClasses, classify_ops, line_costs
-from brrr_trace.analyzers.roofline import GpuPeak, kernel_kind, match_device
 from brrr_trace.analyzers.rules import RawFinding, RuleContext
 from brrr_trace.analyzers.rules import find as find_findings
 from brrr_trace.analyzers.steps import measure_steps
 from brrr_trace.analyzers.timeline import build_timeline
 from brrr_trace.errors import NotATraceError
+from brrr_trace.hardware.devices import match_device
+from brrr_trace.hardware.peaks import GpuPeak
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.report import (
     DeviceInfo,

@@ -1,4 +1,5 @@
-"""DESIGN §2: the core (traces/, analyzers/) imports no server, renderer, CLI or LSP code."""
+"""DESIGN §2: the core (traces/, analyzers/, hardware/) imports no server, renderer, CLI or LSP
+code."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "brrr_trace"
+CORE = ("traces", "analyzers", "hardware")
 FORBIDDEN = (
     "pygls",
     "lsprotocol",
@@ -18,7 +20,7 @@ FORBIDDEN = (
 
 
 def imported_modules(path: Path) -> set[str]:
-    found = set()
+    found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
@@ -27,18 +29,29 @@ def imported_modules(path: Path) -> set[str]:
     return found
 
 
-def test_core_imports_nothing_of_the_outer_layers() -> None:
-    files = sorted((PACKAGE / "traces").rglob("*.py")) + sorted(
-        (PACKAGE / "analyzers").rglob("*.py")
-    )
-    assert files
-    offenders = {
+def offenders(layers: tuple[str, ...], forbidden: tuple[str, ...]) -> set[str]:
+    """Each import of a ``forbidden`` module (or one below it) by a file of ``layers``."""
+    files = [path for layer in layers for path in sorted((PACKAGE / layer).rglob("*.py"))]
+    assert all(any((PACKAGE / layer).rglob("*.py")) for layer in layers)
+    return {
         f"{path.relative_to(PACKAGE)} imports {module}"
         for path in files
         for module in imported_modules(path)
-        if any(module == bad or module.startswith(bad + ".") for bad in FORBIDDEN)
+        if any(module == bad or module.startswith(bad + ".") for bad in forbidden)
     }
-    assert not offenders
+
+
+def test_core_imports_nothing_of_the_outer_layers() -> None:
+    assert not offenders(CORE, FORBIDDEN)
+
+
+def test_hardware_knows_nothing_of_traces_or_their_analysis() -> None:
+    # The peak table and device matching sit below the analyzers (the diff and the pipeline
+    # use them too), so they must not reach up into them.
+    assert not offenders(
+        ("hardware",),
+        (*FORBIDDEN, "brrr_trace.traces", "brrr_trace.analyzers", "brrr_trace.pipeline"),
+    )
 
 
 def test_the_check_itself_can_fail(tmp_path: Path) -> None:

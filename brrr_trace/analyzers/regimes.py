@@ -15,22 +15,13 @@ import numpy as np
 
 from brrr_trace.analyzers.attribution import LineKey, Locator, OpAttribution, outermost_ops
 from brrr_trace.analyzers.intervals import NONE
-from brrr_trace.analyzers.roofline import (
-    UNKNOWN_COST,
-    GpuPeak,
-    OpCost,
-    ceilings,
-    classify,
-    is_host_copy,
-    is_tf32_kernel,
-    kernel_cost_from_launch,
-    kernel_dtype,
-    kernel_kind,
-    memcpy_cost,
-    op_cost,
-    roofline_seconds,
-)
+from brrr_trace.analyzers.kernels import is_host_copy, is_tf32_kernel, kernel_dtype, kernel_kind
+from brrr_trace.analyzers.opcost import op_cost
+from brrr_trace.analyzers.opcost.activity import kernel_cost_from_launch, memcpy_cost
+from brrr_trace.analyzers.opcost.cost import UNKNOWN_COST, OpCost
+from brrr_trace.analyzers.roofline import ceilings, classify, roofline_seconds
 from brrr_trace.analyzers.timeline import Timeline
+from brrr_trace.hardware.peaks import GpuPeak
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import GPU_MEMCPY, GPU_MEMSET, Trace
 from brrr_trace.vocabulary import IdleCause, KernelKind, Regime

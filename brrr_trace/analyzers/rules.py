@@ -19,10 +19,11 @@ import numpy as np
 from brrr_trace.analyzers.attribution import Locator, OpAttribution
 from brrr_trace.analyzers.frames import is_user_file, parse_frame
 from brrr_trace.analyzers.intervals import NONE, Innermost
+from brrr_trace.analyzers.kernels import is_tf32_kernel, kernel_dtype
 from brrr_trace.analyzers.regimes import LineCost, OpClasses
 from brrr_trace.analyzers.replay import Fix, StepGraph, build_graph
-from brrr_trace.analyzers.roofline import GpuPeak, is_tf32_kernel, kernel_dtype
 from brrr_trace.analyzers.timeline import Timeline
+from brrr_trace.hardware.peaks import GpuPeak
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import GPU_MEMCPY, NO_ID, Trace
 from brrr_trace.vocabulary import IdleCause, KernelKind, Regime

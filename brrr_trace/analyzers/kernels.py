@@ -1,0 +1,234 @@
+"""What a GPU kernel is, read from its name: its family, TF32 or not, its data type, host copies.
+
+A kernel's name is often all a trace says about it (shapes not recorded, no launching op, kernels
+fused by Inductor), and the family still separates matrix work from memory-bound work. The
+taxonomy follows reference ``rules-and-roofline.md`` §6. Only the name and its template
+arguments are read: a demangled parameter list repeats the types of every argument, which say
+nothing about what the kernel does.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from brrr_trace.vocabulary import KernelKind
+
+
+def _rx(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+# Ordered: the first family that matches wins. Specific op families (attention, norms, softmax)
+# come before the generic ones, as in TraceLens's priorities (reference §6), and convolutions
+# come before GEMMs because implicit-GEMM convolutions have "gemm" in their names.
+_KIND_RULES: tuple[tuple[KernelKind, re.Pattern[str]], ...] = (
+    (KernelKind.MEMCPY, _rx(r"^\s*(hip)?memcpy|^dma|memory_copy|__amd_rocclr_copybuffer")),
+    (KernelKind.MEMSET, _rx(r"^\s*(hip)?memset|memory_fill|__amd_rocclr_fillbuffer")),
+    (
+        KernelKind.COMMUNICATION,
+        _rx(
+            r"nccl|rccl|msccl|cross_device_reduce|multimem_all_reduce"
+            r"|(?<![a-z])(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all)"
+        ),
+    ),
+)
+
+# Inductor names kernels triton_<category>_fused_<aten ops>_<n>; the category says what the kernel
+# is, the op list only what was fused into it (a pointwise prologue of SDPA contains
+# "attention" but is not attention).
+_TRITON = _rx(r"^\s*(?:void\s+)?triton_(poi|red|per|tem|for|spl)_")
+_TRITON_TEMPLATE_ATTENTION = _rx(r"attention|attn")
+
+_NAME_RULES: tuple[tuple[KernelKind, re.Pattern[str]], ...] = (
+    (KernelKind.ELEMENTWISE, _rx(r"kv_?indices|reshape_and_cache|store_kv_?cache")),
+    (
+        KernelKind.ATTENTION,
+        _rx(
+            r"flash_?attn|flash_fwd|flash_bwd|flash::|fmha|attention|attn_fwd|attn_bwd|_attn_"
+            r"|sdpa|mha_(fwd|bwd)|paged_?attention|flashinfer|xformers"
+        ),
+    ),
+    (KernelKind.ELEMENTWISE, _rx(r"nchwtonhwc|nhwctonchw|batched_transpose")),
+    (
+        KernelKind.CONV,
+        _rx(
+            r"fprop|dgrad|wgrad|conv(?!ert)|winograd|scudnn|cudnn::cnn|igemm_(fwd|bwd|wrw)"
+            r"|_gtc|im2col|col2im|depthwise|cask_cudnn|xdlops_bwd_weight"
+        ),
+    ),
+    (
+        KernelKind.NORM,
+        _rx(
+            r"layer_?norm|rms_?norm|batch_?norm|group_?norm|instance_?norm|bn_fw|bn_bw"
+            r"|rowwisemoments|gammabetabackward|computefusedparams|norm_bw|norm_fw"
+        ),
+    ),
+    (KernelKind.SOFTMAX, _rx(r"softmax")),
+    (KernelKind.REDUCTION, _rx(r"splitkreduce|reduce_kernel|reduce_wgrad|compute_dot_do_o")),
+    (KernelKind.ELEMENTWISE, _rx(r"cublaslt::epilogue|epilogue::impl")),
+    (
+        KernelKind.GEMM,
+        _rx(
+            r"(?<!fb)gemm|gemv|cijk_|nvjet|cublas|cutlass3x|cutlass_\d|xmma|wmma|(?<![a-z])tensorop"
+            r"|s1688|h1688|h884|s884"
+            r"|16816|i8816|wvsplitk|(^|[^a-z])bmm_|matmul|dot_kernel"
+        ),
+    ),
+    (
+        KernelKind.ELEMENTWISE,
+        _rx(
+            r"elementwise|multi_tensor_apply|foreach|fused_?adam|adam|sgd|lamb_|fill|copy"
+            r"|catarray|index_?select|gather|scatter|index_put|index_add|embedding|embs_"
+            r"|masked|where|clamp|dropout|distribution|philox|transpose|permute|rotary|rope"
+            r"|act_and_mul|silu|gelu|relu|sigmoid|tanh|quant|fp8|float8|upsample|interp"
+            r"|tril|triu|arange|one_hot|pad_|flip|roll|_cast|index|indices|scalepackedtensor"
+            r"|addtensor|subtensorop|scal_kernel|convert_dq|grad_weight|partial_segment"
+            r"|partials_per_segment"
+        ),
+    ),
+    (
+        KernelKind.REDUCTION,
+        _rx(
+            r"reduce|reduction|scan|cumsum|cumprod|argmax|argmin|topk|welford|logsumexp"
+            r"|pool|sum_|mean_|norm_kernel|_norm_|nllcriterion|nll_loss|cross_entropy"
+        ),
+    ),
+)
+
+
+@lru_cache(maxsize=65536)  # a trace repeats a few thousand kernel names
+def kernel_kind(name: str) -> KernelKind:
+    """What a GPU activity does, from its (demangled or mangled) name alone.
+
+    Needed when shapes were not recorded: the family still separates matrix work from
+    memory-bound work. Only the name and its template arguments are read: a demangled
+    parameter list names the types of every argument (``fbgemm_gpu::FixedDivisor``,
+    ``flashinfer::QuantizationSFLayout``), not what the kernel does. Unknown names are OTHER.
+    """
+    if not isinstance(name, str) or not name:
+        return KernelKind.OTHER
+    name = _strip_params(name)
+    for kind, rx in _KIND_RULES:
+        if rx.search(name):
+            return kind
+    m = _TRITON.search(name)
+    if m:
+        category = m.group(1).lower()
+        if category == "tem":
+            if _TRITON_TEMPLATE_ATTENTION.search(name):
+                return KernelKind.ATTENTION
+            return KernelKind.CONV if re.search(r"conv", name, re.I) else KernelKind.GEMM
+        if category in ("poi", "for"):
+            return KernelKind.ELEMENTWISE
+        if re.search(r"softmax", name, re.I):
+            return KernelKind.SOFTMAX
+        if re.search(r"layer_norm|group_norm|batch_norm|rms_norm", name, re.I):
+            return KernelKind.NORM
+        return KernelKind.REDUCTION
+    for kind, rx in _NAME_RULES:
+        if rx.search(name):
+            return kind
+    return KernelKind.OTHER
+
+
+_TF32_SIMT_OR_HALF = _rx(r"bf16|(?<![a-z0-9])f16|fp16|half|h1688|h884|h16816")
+
+
+@lru_cache(maxsize=65536)  # a trace repeats a few thousand kernel names
+def is_tf32_kernel(name: str) -> bool:
+    """Whether an FP32 GEMM/conv kernel runs on tensor cores in TF32 (reference §6).
+
+    An fp32 matmul is bound by the TF32 peak only when cuBLAS/cuDNN picked a TF32 tensor-op
+    kernel; the SIMT ``*sgemm*`` kernels are bound by the FP32 CUDA-core peak.
+    """
+    if not isinstance(name, str):
+        return False
+    low = name.lower()
+    if "tf32" in low or "xf32" in low:
+        return True
+    # sm80 CUTLASS/cuBLAS kernels spell TF32 MMA as s1688 (16x8x8 with fp32 data).
+    return bool(re.search(r"s1688(gemm|fprop|dgrad|wgrad)", low)) and not _TF32_SIMT_OR_HALF.search(
+        low
+    )
+
+
+_DTYPE_LOW_PRECISION: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("fp8", _rx(r"float8|e4m3|e5m2|(?<![a-z0-9])fp8")),
+    ("bf16", _rx(r"bfloat16|(?<![a-z0-9])bf16")),
+    (
+        "fp16",
+        _rx(r"c10::half|__half|(?<![a-z0-9])(f16|fp16|half|hgemm|h884|h1688|h16816)(?![0-9])"),
+    ),
+)
+_DTYPE_WIDE = _rx(r"(?<![a-z0-9])(double|f64|fp64|dgemm|float|f32|fp32|sgemm|tf32)(?![0-9])")
+
+
+def _strip_params(name: str) -> str:
+    """Drop a demangled name's trailing parameter list, which repeats types of every argument."""
+    s = name.rstrip()
+    if not s.endswith(")"):
+        return s
+    depth = 0
+    for i in range(len(s) - 1, -1, -1):
+        ch = s[i]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            depth -= 1
+            if depth == 0:
+                return s[:i]
+    return s
+
+
+@lru_cache(maxsize=65536)  # a trace repeats a few thousand kernel names
+def kernel_dtype(name: str) -> str | None:
+    """The data type a kernel computes in, read from its name (template args, cuBLAS codes).
+
+    Low precisions win over wide ones because mixed kernels name their accumulator too
+    (``ReduceOp<float, MeanOps<c10::BFloat16, …>>`` reads bf16); among fp32/fp64 the first
+    mention wins (``MulScalarFunctor<float, double>`` computes in float).
+    """
+    if not isinstance(name, str) or not name:
+        return None
+    head = _strip_params(name)
+    for dtype, rx in _DTYPE_LOW_PRECISION:
+        if rx.search(head):
+            return dtype
+    m = _DTYPE_WIDE.search(head)
+    if m:
+        word = m.group(1).lower()
+        return "fp64" if word in ("double", "f64", "fp64", "dgemm") else "fp32"
+    if re.search(r"(?<![a-z0-9])(long|int64_t)(?![a-z0-9])", head, re.I):
+        return "int64"
+    return None
+
+
+@lru_cache(maxsize=65536)  # a trace repeats a few thousand kernel names
+def is_host_copy(name: str) -> bool:
+    """Whether a memcpy crosses the host link (HtoD, DtoH, pageable/pinned host memory)."""
+    if not isinstance(name, str):
+        return False
+    return bool(re.search(r"htod|dtoh|htoh|pageable|pinned|host", name, re.I))
+
+
+def template_args(name: str, start: int) -> list[str] | None:
+    """Top-level template arguments of the template whose '<' is at ``start``."""
+    depth = 0
+    args: list[str] = []
+    begin = start + 1
+    for k in range(start + 1, len(name)):
+        ch = name[k]
+        if ch in "<({[":
+            depth += 1
+        elif ch in ">)}]":
+            if depth == 0:
+                if ch != ">":
+                    return None
+                args.append(name[begin:k].strip())
+                return args
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append(name[begin:k].strip())
+            begin = k + 1
+    return None
