@@ -56,7 +56,7 @@ class Locator:
         self._bodies: dict[int, Body | None] = {}
         self._observed: dict[tuple[int, bool, tuple[str, ...]], Observed] = {}
         self._thread_events: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._traced: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._traced: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._backward: BackwardIndex | None = None
         self._parents: np.ndarray | None = None
         self._top_ops: tuple[np.ndarray, Innermost, Innermost, np.ndarray] | None = None
@@ -421,34 +421,38 @@ class Locator:
     def profiler_cost_between(self, thread: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Estimated time the profiler spent on each thread in [a, b): what it traced there."""
         out = np.zeros(len(a), dtype=np.int64)
-        costs = (
-            self.options.profiler_cost_per_frame_ns,
-            self.options.profiler_cost_per_call_ns,
-            self.options.profiler_cost_per_marker_ns,
-        )
+        o = self.options
         for h in np.unique(thread).tolist():
             if h == NONE:
                 continue
             sel = np.flatnonzero(thread == h)
-            for starts, cost in zip(self._traced_starts(int(h)), costs, strict=True):
+            traced = self._traced_starts(int(h))
+            runs_python = len(traced[0]) > 0
+            costs = (
+                o.profiler_cost_per_frame_ns,
+                o.profiler_cost_per_op_ns if runs_python else o.profiler_cost_per_engine_op_ns,
+                o.profiler_cost_per_call_ns,
+                o.profiler_cost_per_marker_ns,
+            )
+            for starts, cost in zip(traced, costs, strict=True):
                 count = np.searchsorted(starts, b[sel]) - np.searchsorted(starts, a[sel])
                 out[sel] += count * cost
         return np.minimum(out, b - a)
 
-    def _traced_starts(self, thread: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Start times of what the profiler recorded on a thread: Python frames; ATen ops and
-        CUDA API calls; the recorder's ``brrr.line`` annotations."""
+    def _traced_starts(self, thread: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Start times of what the profiler recorded on a thread: Python frames, ATen ops, CUDA
+        API calls, the recorder's ``brrr.line`` annotations."""
         found = self._traced.get(thread)
         if found is None:
             trace = self.trace
             cpu = trace.cpu_ops
             frames = np.sort(trace.frames.start_ns[trace.frames.thread == thread])
-            ops = cpu.start_ns[(cpu.thread == thread) & ~cpu.annotation]
-            calls = trace.host_calls.start_ns[trace.host_calls.thread == thread]
+            ops = np.sort(cpu.start_ns[(cpu.thread == thread) & ~cpu.annotation])
+            calls = np.sort(trace.host_calls.start_ns[trace.host_calls.thread == thread])
             markers = np.sort(
                 cpu.start_ns[self._marker_rows][cpu.thread[self._marker_rows] == thread]
             )
-            found = (frames, np.sort(np.concatenate([ops, calls])), markers)
+            found = (frames, ops, calls, markers)
             self._traced[thread] = found
         return found
 

@@ -26,8 +26,9 @@ from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import Trace
 
-_CALL_NS = 2_000  # what a blocking call costs the host when there is nothing to wait for
+CALL_NS = 2_000  # what a blocking call costs the host when there is nothing to wait for
 _MAX_LATENCY_NS = 20_000  # longer than this from launch to start is not launch latency
+_MIN_LAUNCH_NS = 500  # what a launch call costs the host at the least
 
 
 @dataclass(frozen=True)
@@ -175,9 +176,9 @@ class StepGraph:
             if not self.blocks[i]:
                 clock += fix.own.get(i, self.own[i])
             elif i in fix.unblocked:
-                clock += fix.own.get(i, _CALL_NS)
+                clock += fix.own.get(i, CALL_NS)
             else:
-                clock = max(clock + _CALL_NS, queued_end)
+                clock = max(clock + CALL_NS, queued_end)
         # The host's tail after its last launch or wait (often the profiler stopping) changes
         # no launch: the replay ends with the last GPU op or the last call.
         return max(finish, queued_end, clock)
@@ -215,7 +216,7 @@ def build_graph(
     is_launch = np.isin(host.name[rows], launch_names)
     own = np.where(
         is_launch,
-        np.minimum(ends - starts, options.unprofiled_launch_ns),
+        np.maximum(ends - starts - options.profiler_cost_per_launch_ns, _MIN_LAUNCH_NS),
         ends - starts,
     )
     event_of_op = np.full(len(gpu), NONE, dtype=np.int64)

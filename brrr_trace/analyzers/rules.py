@@ -21,7 +21,7 @@ from brrr_trace.analyzers.frames import is_user_file, parse_frame
 from brrr_trace.analyzers.intervals import NONE, Innermost
 from brrr_trace.analyzers.kernels import is_tf32_kernel, kernel_dtype
 from brrr_trace.analyzers.regimes import LineCost, OpClasses
-from brrr_trace.analyzers.replay import Fix, StepGraph, build_graph
+from brrr_trace.analyzers.replay import CALL_NS, Fix, StepGraph, build_graph
 from brrr_trace.analyzers.timeline import Timeline
 from brrr_trace.hardware.peaks import GpuPeak
 from brrr_trace.options import AnalysisOptions
@@ -229,8 +229,6 @@ def dataloader_stall(ctx: RuleContext) -> Iterator[RawFinding]:
     callers = ctx.locator.lines_at(threads, starts)
     for line_id in np.unique(callers[callers != NONE]).tolist():
         cost = ctx.by_id.get(line_id)
-        if cost is None:
-            continue
         mine = callers == line_id
         saved: dict[int, int] = {}
         for thread in np.unique(threads[mine]).tolist():
@@ -239,14 +237,14 @@ def dataloader_stall(ctx: RuleContext) -> Iterator[RawFinding]:
         saving, evidence = ctx.replayed(Fix("batches loaded by worker processes", saved))
         if not ctx.worth_it(saving):
             continue
-        raw = cost.idle_by_cause.get(IdleCause.DATALOADER, 0)
+        raw = cost.idle_by_cause.get(IdleCause.DATALOADER, 0) if cost else 0
         loading = sum(saved.values())
         yield RawFinding(
             "dataloader-stall",
             line_id,
             saving,
-            f"the host spends {_ms(loading)} producing batches in the main process; the GPU "
-            f"idles {_ms(raw)} meanwhile",
+            f"the host spends {_ms(loading)} producing batches in the main process, launching "
+            "nothing meanwhile" + (f"; the GPU idles {_ms(raw)} waiting for them" if raw else ""),
             "Load in the background: DataLoader(..., num_workers=4, pin_memory=True, "
             "persistent_workers=True, prefetch_factor=2).",
             {
@@ -383,7 +381,7 @@ def pageable_memcpy(ctx: RuleContext) -> Iterator[RawFinding]:
             durations={
                 r: int(max(0, int(gpu.nbytes[r])) / pinned_rate * 1e9) for r in arr.tolist()
             },
-            own={e: ctx.options.unprofiled_launch_ns for e in events},
+            own={e: CALL_NS for e in events},
         )
         saving, evidence = ctx.replayed(fix)
         if not ctx.worth_it(saving):
