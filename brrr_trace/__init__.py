@@ -1,5 +1,6 @@
 """brrr-trace: where your GPU time goes, line by line, and why."""
 
+# The one place the version is written: pyproject.toml reads it (setuptools dynamic attr).
 __version__ = "0.1.0"
 
 
