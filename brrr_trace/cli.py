@@ -230,7 +230,7 @@ def _record(args: argparse.Namespace) -> int:
     if args.wait and args.steps is None:
         print("brrr-trace: --wait needs --steps", file=sys.stderr)
         return 2
-    from brrr_trace.record import UsageError, parse_program, run_program
+    from brrr_trace.recording.runner import UsageError, parse_program, run_program
 
     try:
         parse_program(args.program)
