@@ -24,7 +24,18 @@ ProgramKind = Literal["script", "module"]
 
 
 class UsageError(Exception):
-    """A bad ``brrr-trace record`` command line."""
+    """A ``brrr-trace record`` command line that cannot run: a bad one, or no torch to run it."""
+
+
+def check_runnable(program: Sequence[str]) -> None:
+    """Raise :class:`UsageError` unless ``program`` can be run and recorded here."""
+    parse_program(program)
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise UsageError(
+            "PyTorch is not installed in this environment (pip install torch)"
+        ) from None
 
 
 def parse_program(program: Sequence[str]) -> tuple[ProgramKind, str, list[str]]:
