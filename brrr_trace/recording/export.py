@@ -114,7 +114,7 @@ class _PythonEvent(msgspec.Struct):
 
 _EVENT_TEXTS = msgspec.json.Decoder(list[msgspec.Raw])
 _CATEGORIES = msgspec.json.Decoder(list[_Category])
-# ts as its text: 16-digit epoch microseconds keep their nanoseconds (the tree's are exact).
+# ts as its text: a float64 can lose the last digit of the nanoseconds the tree is matched on.
 _PYTHON_EVENT = msgspec.json.Decoder(_PythonEvent, float_hook=ExactNumber)
 _PYTHON_CATEGORY = "python_function"
 
@@ -134,8 +134,11 @@ def _events(path: Path, state: ReadState) -> Iterator[tuple[list[msgspec.Raw], l
         raise ValueError("the keys after traceEvents in torch's trace cannot be read")
 
 
-def _match(src: Path, calls: CallIndex | None, stats: dict[str, int]) -> list[PythonCall | None]:
-    """The first pass: the tree's call for each Python event of the file, in file order."""
+def _match(
+    src: Path, calls: CallIndex | None, stats: dict[str, int]
+) -> tuple[list[PythonCall | None], ReadState]:
+    """The first pass: the tree's call for each Python event of the file, in file order, and
+    what the reader learned of the file's top-level keys."""
     matched: list[PythonCall | None] = []
     state = ReadState()
     base: int | None = None
@@ -145,7 +148,7 @@ def _match(src: Path, calls: CallIndex | None, stats: dict[str, int]) -> list[Py
                 continue
             stats["python_events"] += 1
             event = _PYTHON_EVENT.decode(text)
-            if base is None:
+            if base is None:  # the header is read before the first event
                 header_base = state.header.get("baseTimeNanoseconds")
                 base = header_base if isinstance(header_base, int) else 0
             ts = exact_ns(event.ts)
@@ -162,7 +165,7 @@ def _match(src: Path, calls: CallIndex | None, stats: dict[str, int]) -> list[Py
                 stats["hidden"] += 1
             else:
                 stats["call_lines_matched"] += 1
-    return matched
+    return matched, state
 
 
 def rewrite(
@@ -177,17 +180,14 @@ def rewrite(
     """Copy torch's trace ``src`` to ``dst`` with brrr-trace's additions; ``info`` starts the
     ``brrr_record`` (what the profile's own metadata says goes over it)."""
     stats = {"python_events": 0, "call_lines_matched": 0, "call_lines_unmatched": 0, "hidden": 0}
-    matched = _match(src, calls, stats)
-    state = ReadState()
-    runs = _events(src, state)
-    first_run = next(runs, None)  # the header is read by now
+    matched, keys = _match(src, calls, stats)
     record = dict(info)
     with _open_write(dst, gz) as out:
-        keys = _keys(state.text_before_events, trace_name, record)
-        out.write(b"{" + b",\n".join([*keys, b'"traceEvents": [\n']))
+        before = _keys(keys.text_before_events, trace_name, record)
+        out.write(b"{" + b",\n".join([*before, b'"traceEvents": [\n']))
         python_events = iter(matched)
         first = True
-        for texts, categories in _chain(first_run, runs):
+        for texts, categories in _events(src, ReadState()):
             parts: list[bytes | msgspec.Raw] = []
             for text, category in zip(texts, categories, strict=True):
                 if category.cat == _PYTHON_CATEGORY:
@@ -200,7 +200,7 @@ def rewrite(
                 out.write((b"" if first else b",\n") + b",\n".join(parts))
                 first = False
         out.write(b"\n]")
-        for key in _keys(state.text_after_events, trace_name, record):
+        for key in _keys(keys.text_after_events, trace_name, record):
             out.write(b",\n" + key)
         record["call_lines"] = {
             "matched": stats["call_lines_matched"],
@@ -210,15 +210,6 @@ def rewrite(
         out.write(b',\n"' + RECORD_KEY.encode() + b'": ' + json.dumps(record).encode())
         out.write(b"\n}\n")
     return stats
-
-
-def _chain(
-    first: tuple[list[msgspec.Raw], list[_Category]] | None,
-    rest: Iterator[tuple[list[msgspec.Raw], list[_Category]]],
-) -> Iterator[tuple[list[msgspec.Raw], list[_Category]]]:
-    if first is not None:
-        yield first
-        yield from rest
 
 
 def _keys(texts: dict[str, bytes], trace_name: str, record: dict[str, Any]) -> list[bytes]:
