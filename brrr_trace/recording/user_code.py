@@ -22,6 +22,7 @@ import brrr_trace
 
 _PACKAGE = Path(brrr_trace.__file__).resolve().parent
 _EXAMPLES = _PACKAGE / "data"
+_EXAMPLES_PREFIX = os.path.normcase(os.path.join(str(_EXAMPLES), ""))
 
 
 def _path_forms(filename: str) -> tuple[str, str]:
@@ -48,10 +49,6 @@ def is_own_file(filename: str) -> bool:
         return False
     ours = own_files()
     return any(form in ours for form in _path_forms(filename))
-
-
-def _examples_prefix() -> str:
-    return os.path.normcase(os.path.join(str(_EXAMPLES), ""))
 
 
 def _library_prefixes(torch: Any) -> tuple[str, ...]:
@@ -83,7 +80,6 @@ class UserCode:
         # Resolved here, before recording starts: classify() runs inside the profile, where
         # every Python call it makes is one more event to hide.
         self._own = own_files()
-        self._examples = _examples_prefix()
 
     def classify(self, code: CodeType) -> bool:
         self.cache[code] = user = self._is_user(code.co_filename)
@@ -94,7 +90,7 @@ class UserCode:
             return False
         for variant in (os.path.abspath(filename), os.path.realpath(filename)):
             path = os.path.normcase(variant)
-            if path.startswith(self._examples):
+            if path.startswith(_EXAMPLES_PREFIX):
                 return True  # brrr_trace/data/: example workloads
             if path in self._own:
                 return False
