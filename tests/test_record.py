@@ -337,6 +337,39 @@ def test_bad_command_lines_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "--wait needs --steps" in capsys.readouterr().err
 
 
+def test_hidden_frames_are_known_by_their_code_not_by_path_text() -> None:
+    """torch reports a code object's file shortened by a sys.path prefix: a tail of the real
+    path at a separator. The function's name and def line must be the code object's too."""
+    from types import SimpleNamespace as State
+
+    from brrr_trace.recording import recorder
+    from brrr_trace.recording.hidden_frames import HiddenFrame, HiddenFrames
+    from brrr_trace.recording.user_code import UserCode, is_own_file
+
+    frame = HiddenFrame.passing_call(optimizer_steps._counted_step.__code__, keep_callee=True)
+    tail = "brrr_trace/recording/optimizer_steps.py"
+    assert frame.file.replace(os.sep, "/").endswith("/" + tail)
+    ours = State(file_name=tail, function_name=frame.function, line_number=frame.def_line)
+    assert frame.is_callee(ours) and frame.is_callee(
+        State(**{**vars(ours), "file_name": frame.file})
+    )
+    assert not frame.is_callee(State(**{**vars(ours), "file_name": "my" + tail}))
+    assert not frame.is_callee(State(**{**vars(ours), "line_number": frame.def_line + 1}))
+    assert not frame.is_callee(State(**{**vars(ours), "function_name": "step"}))
+    assert frame.call_line is not None
+    assert frame.passes_on(State(**{**vars(ours), "line_number": frame.call_line}))
+    hidden = HiddenFrames([frame])
+    assert hidden.of_call(f"{tail}({frame.def_line}): {frame.function}", State(callsite=ours))
+    assert hidden.of_call("user.py(3): f", State(callsite=ours)) is None
+    # brrr-trace's own modules by their files; its example workloads are user code
+    workloads = str(ROOT / "brrr_trace" / "data" / "workloads.py")
+    assert is_own_file(recorder.__file__) and not is_own_file(workloads)
+    user_code = UserCode(torch)
+    assert not user_code.classify(recorder.Recorder.__enter__.__code__)
+    assert user_code.classify(compile("pass", workloads, "exec"))
+    assert not user_code.classify(torch.nn.Linear.forward.__code__)
+
+
 def test_parse_program_forms(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
     script.write_text("")
