@@ -1,13 +1,23 @@
 """brrr-trace: where your GPU time goes, line by line, and why."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from brrr_trace.recording import record
+
+# The one place the version is written: pyproject.toml reads it (setuptools dynamic attr).
 __version__ = "0.1.0"
 
+__all__ = ["__version__", "record"]
 
-def __getattr__(name: str) -> object:
-    # `brrr_trace.record(...)` without importing torch at `import brrr_trace`: the record module
-    # is callable (it forwards to record.record).
+
+def __getattr__(name: str) -> Any:
+    # `brrr_trace.record(...)` is looked up on first use, so that `import brrr_trace` (and with
+    # it `brrr-trace analyze`) loads none of the recorder.
     if name == "record":
-        import importlib
+        from brrr_trace.recording import record
 
-        return importlib.import_module("brrr_trace.record")
+        return record
     raise AttributeError(f"module 'brrr_trace' has no attribute {name!r}")

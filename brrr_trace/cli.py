@@ -230,19 +230,12 @@ def _record(args: argparse.Namespace) -> int:
     if args.wait and args.steps is None:
         print("brrr-trace: --wait needs --steps", file=sys.stderr)
         return 2
-    from brrr_trace.record import UsageError, parse_program, run_program
+    from brrr_trace.recording.runner import UsageError, check_runnable, run_program
 
     try:
-        parse_program(args.program)
-        import torch  # noqa: F401
+        check_runnable(args.program)
     except UsageError as error:
         print(f"brrr-trace record: {error}", file=sys.stderr)
-        return 2
-    except ImportError:
-        print(
-            "brrr-trace record: PyTorch is not installed in this environment (pip install torch)",
-            file=sys.stderr,
-        )
         return 2
     return run_program(
         args.program,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,17 @@ def test_include_and_exclude_globs_decide_what_is_the_users_code(tmp_path: Path)
     assert lines("--exclude", "vendored/*", "--include", "vendored/attn.py") == {
         ("vendored/attn.py", 5)
     }
+
+
+def test_record_without_torch_exits_2_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("print('never runs')\n")
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
+    assert main(["record", "-o", str(tmp_path / "t.json"), "--", "python", str(script)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "brrr-trace record: PyTorch is not installed in this environment (pip install torch)\n"
+    )
+    assert "never runs" not in captured.out and not (tmp_path / "t.json").exists()

@@ -17,10 +17,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import brrr_trace  # noqa: E402
 from brrr_trace.cli import main  # noqa: E402
-from brrr_trace.record import record  # noqa: E402
-
-record_module = importlib.import_module("brrr_trace.record")
+from brrr_trace.recording import Recorder, call_lines, export, optimizer_steps, record  # noqa: E402
+from brrr_trace.recording.runner import parse_program  # noqa: E402
+from brrr_trace.traces.columns import exact_ns  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -222,7 +223,8 @@ def test_context_manager_and_decorator(tmp_path: Path) -> None:
         user.main()
 
     run()
-    assert isinstance(record_module(tmp_path / "x.json"), record_module.Recorder)  # callable
+    assert brrr_trace.record is record
+    assert isinstance(brrr_trace.record(tmp_path / "x.json"), Recorder)
     with open(tmp_path / "deco.json.gz", "rb") as f:
         assert f.read(2) == b"\x1f\x8b"
     check_exact_trace(load(tmp_path / "deco.json.gz"), marks, "user_prog.py", top_level=False)
@@ -285,7 +287,8 @@ def test_steps_records_only_that_many_optimizer_steps(tmp_path: Path) -> None:
     marks = lines_of(STEPS_PROGRAM)
     assert set(annotation_lines(doc, "aten::mean")) == {marks["forward"]}
     assert set(annotation_lines(doc, "aten::pow")) == {marks["forward"], marks["backward"]}
-    wrapper = f"record.py({record_module._STEP_CODE.co_firstlineno}): step"  # hidden
+    code = optimizer_steps._counted_step.__code__
+    wrapper = f"optimizer_steps.py({code.co_firstlineno}): {code.co_name}"  # hidden
     assert not [e for e in complete(doc, "python_function") if e["name"].endswith(wrapper)]
 
 
@@ -334,10 +337,43 @@ def test_bad_command_lines_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "--wait needs --steps" in capsys.readouterr().err
 
 
+def test_hidden_frames_are_known_by_their_code_not_by_path_text() -> None:
+    """torch reports a code object's file shortened by a sys.path prefix: a tail of the real
+    path at a separator. The function's name and def line must be the code object's too."""
+    from types import SimpleNamespace as State
+
+    from brrr_trace.recording import recorder
+    from brrr_trace.recording.hidden_frames import HiddenFrame, HiddenFrames
+    from brrr_trace.recording.user_code import UserCode, is_own_file
+
+    frame = HiddenFrame.passing_call(optimizer_steps._counted_step.__code__, keep_callee=True)
+    tail = "brrr_trace/recording/optimizer_steps.py"
+    assert frame.file.replace(os.sep, "/").endswith("/" + tail)
+    ours = State(file_name=tail, function_name=frame.function, line_number=frame.def_line)
+    assert frame.is_callee(ours) and frame.is_callee(
+        State(**{**vars(ours), "file_name": frame.file})
+    )
+    assert not frame.is_callee(State(**{**vars(ours), "file_name": "my" + tail}))
+    assert not frame.is_callee(State(**{**vars(ours), "line_number": frame.def_line + 1}))
+    assert not frame.is_callee(State(**{**vars(ours), "function_name": "step"}))
+    assert frame.call_line is not None
+    assert frame.passes_on(State(**{**vars(ours), "line_number": frame.call_line}))
+    hidden = HiddenFrames([frame])
+    assert hidden.of_call(f"{tail}({frame.def_line}): {frame.function}", State(callsite=ours))
+    assert hidden.of_call("user.py(3): f", State(callsite=ours)) is None
+    # brrr-trace's own modules by their files; its example workloads are user code
+    workloads = str(ROOT / "brrr_trace" / "data" / "workloads.py")
+    assert is_own_file(recorder.__file__) and not is_own_file(workloads)
+    user_code = UserCode(torch)
+    assert not user_code.classify(recorder.Recorder.__enter__.__code__)
+    assert user_code.classify(compile("pass", workloads, "exec"))
+    assert not user_code.classify(torch.nn.Linear.forward.__code__)
+
+
 def test_parse_program_forms(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
     script.write_text("")
-    parse = record_module.parse_program
+    parse = parse_program
     assert parse(["--", "python3", str(script), "-a"]) == (
         "script",
         str(script),
@@ -359,14 +395,14 @@ def test_rewrite_splices_call_lines_into_kineto_text() -> None:
           }
         }"""
     )
-    event = json.loads(text)
-    assert record_module._ts_ns(text, event["ts"]) == 5124257818107264
-    out = json.loads(record_module._with_args(text, event, 12))
+    # the ts is read as its text: a float64 would lose its last digit
+    assert exact_ns(export._PYTHON_EVENT.decode(text).ts) == 5124257818107264
+    out = json.loads(export.with_call_line(text, 12))
     assert out["args"] == {"brrr call line": 12, "Python parent id": 4, "Python id": 7, "Ev Idx": 9}
-    out = json.loads(record_module._with_args(text, event, 12, None))
+    out = json.loads(export.with_call_line(text, 12, None))
     assert out["args"]["Python parent id"] is None and out["args"]["brrr call line"] == 12
     compact = '{"ph":"X","cat":"python_function","name":"args","ts":1,"dur":0,"args":{}}'
-    out = json.loads(record_module._with_args(compact, json.loads(compact), 5, 3))
+    out = json.loads(export.with_call_line(compact, 5, 3))
     assert out["args"] == {"brrr call line": 5, "Python parent id": 3}
 
 
@@ -383,7 +419,7 @@ def test_rewrite_matches_by_start_and_name_and_reparents(tmp_path: Path) -> None
 
     events = [
         py("user.py(9): inner", "1000.250", 3, 2),  # its parent (2) is brrr-trace's, dropped
-        py("brrr_trace/record.py(1): __torch_function__", "1000.100", 2, 1),
+        py("function_mode.py(1): __torch_function__", "1000.100", 2, 1),
         '{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1000.3, "dur": 1, "args": {}}',
         py("user.py(3): outer", "1000.000", 1, None),
         py("user.py(20): stranger", "1001.000", 4, 1),
@@ -394,18 +430,18 @@ def test_rewrite_matches_by_start_and_name_and_reparents(tmp_path: Path) -> None
         + ",\n".join(events)
         + '\n], "traceName": "raw.json"}'
     )
-    node = record_module._PyNode
-    outer, handler, inner = node(30, 1000), node(5, 1000), node(7, 1000)
+    call = call_lines.PythonCall
+    outer, handler, inner = call(30, 1000), call(5, 1000), call(7, 1000)
     handler.drop = True
     inner.new_parent = outer
     base = 7_000_000_000
-    index = {
-        (base + 1_000_250, "user.py(9): inner"): [inner],
-        (base + 1_000_100, "brrr_trace/record.py(1): __torch_function__"): [handler],
-        (base + 1_000_000, "user.py(3): outer"): [outer],
-    }
+    index = call_lines.CallIndex()
+    index.add(base + 1_000_250, "user.py(9): inner", inner)
+    index.add(base + 1_000_100, "function_mode.py(1): __torch_function__", handler)
+    index.add(base + 1_000_000, "user.py(3): outer", outer)
     dst = tmp_path / "out.json.gz"
-    stats = record_module._rewrite(src, dst, index, dst, True)
+    info = export.recording_info(exact_ops=True)
+    stats = export.rewrite(src, dst, index, gz=True, trace_name=str(dst), info=info)
     assert stats == {
         "python_events": 4,
         "call_lines_matched": 2,

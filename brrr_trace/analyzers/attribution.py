@@ -28,6 +28,7 @@ from brrr_trace.analyzers.intervals import NONE, Innermost
 from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.source import Body, Observed, find_body, frame_function, observe
 from brrr_trace.options import AnalysisOptions
+from brrr_trace.traces.brrr_fields import LINE_ANNOTATION_PREFIX
 from brrr_trace.traces.model import NO_ID, GpuOps, Trace
 from brrr_trace.vocabulary import Precision
 
@@ -96,8 +97,8 @@ class Locator:
         self.dataloader = Innermost(frames.thread[dl], frames.start_ns[dl], frames.end_ns[dl])
         self._marker_line = np.full(len(strings), NONE, dtype=np.int64)
         for sid, text in enumerate(strings):
-            if text.startswith(MARKER_PREFIX):
-                number = text[len(MARKER_PREFIX) :].strip()
+            if text.startswith(LINE_ANNOTATION_PREFIX):
+                number = text[len(LINE_ANNOTATION_PREFIX) :].strip()
                 if number.isdigit():
                     self._marker_line[sid] = int(number)
         marked = (
@@ -485,11 +486,9 @@ _COMPILER_FRAME = "torch/_dynamo/"
 _ROUNDING_NS = 3
 _INNER_FRAMES = 12
 _TAIL_STARTS = 64
-# ``brrr-trace record`` wraps each torch call made from user code in an annotation naming the line.
-MARKER_PREFIX = "brrr.line "
 _RANK = {Precision.OP: -1, Precision.FUNCTION: 0, Precision.RECOVERED: 1, Precision.EXACT: 2}
 # Annotations that mark steps or brrr's own line markers, not regions of the user's code.
-_NOT_REGIONS = ("ProfilerStep#", MARKER_PREFIX)
+_NOT_REGIONS = ("ProfilerStep#", LINE_ANNOTATION_PREFIX)
 
 
 @dataclass(frozen=True)

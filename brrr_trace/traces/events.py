@@ -12,6 +12,8 @@ from typing import Any
 
 import msgspec
 
+from brrr_trace.traces.brrr_fields import CALL_LINE_ARG
+
 Scalar = int | float | str | None
 
 
@@ -32,7 +34,7 @@ class RawArgs(msgspec.Struct, omit_defaults=True):
     input_types: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input type")
     concrete_inputs: msgspec.Raw = msgspec.field(default=NO_RAW, name="Concrete Inputs")
     call_stack: Any = msgspec.field(default=None, name="Call stack")
-    call_line: Scalar = msgspec.field(default=None, name="brrr call line")
+    call_line: Scalar = msgspec.field(default=None, name=CALL_LINE_ARG)
     graph_id: Scalar = msgspec.field(default=None, name="graph id")
     name: Any = None  # metadata events: thread_name / process_name
 
@@ -236,7 +238,7 @@ def coerce_event(obj: dict[str, Any], exact: bool) -> Any:
             input_types=_raw(args_obj.get("Input type")),
             concrete_inputs=_raw(args_obj.get("Concrete Inputs")),
             call_stack=args_obj.get("Call stack"),
-            call_line=_scalar(args_obj.get("brrr call line")),
+            call_line=_scalar(args_obj.get(CALL_LINE_ARG)),
             graph_id=_scalar(args_obj.get("graph id")),
             name=args_obj.get("name"),
         )

@@ -24,6 +24,7 @@ CHUNK_BYTES = 16 << 20
 HEADER_SEARCH_BYTES = 64 << 20
 MAX_EVENT_BYTES = 64 << 20
 
+_KEY_TEXTS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _EXACT_TS = re.compile(rb'"ts"\s*:\s*\d{16,}\.\d')
 
@@ -42,6 +43,12 @@ class ReadState:
     uncompressed_bytes: int = 0
     # When the header is longer than one chunk: the bytes after "traceEvents": [.
     events_head: bytes | None = None
+    # The top-level keys as their JSON text, in file order, before and after traceEvents: for a
+    # writer that copies a trace (``brrr-trace record``) without re-encoding what it keeps.
+    text_before_events: dict[str, bytes] = field(default_factory=dict)
+    text_after_events: dict[str, bytes] = field(default_factory=dict)
+    # The keys after traceEvents could not be read (the file's tail is not clean JSON).
+    after_events_unreadable: bool = False
 
 
 def _open(path: str) -> tuple[IO[bytes], IO[bytes]]:
@@ -179,12 +186,13 @@ def _parse_header(text: bytes, state: ReadState) -> None:
     if body in (b"{", b""):
         return
     try:
-        header = msgspec.json.decode(body + b"}")
+        texts = _KEY_TEXTS.decode(body + b"}")
+        header = {key: msgspec.json.decode(text) for key, text in texts.items()}
     except (msgspec.DecodeError, RecursionError, ValueError):
         state.header_unreadable = True
         return
-    if isinstance(header, dict):
-        state.header.update(header)
+    state.text_before_events.update((key, bytes(text)) for key, text in texts.items())
+    state.header.update(header)
 
 
 def _last_boundary(buf: bytes) -> int:
@@ -221,18 +229,20 @@ def _finish(pending: bytes, state: ReadState) -> Iterator[bytes]:
         return
     # Object format: find the "]" that closes traceEvents by letting msgspec parse the tail.
     try:
-        doc = msgspec.json.decode(b'{"traceEvents":[' + body, type=dict[str, msgspec.Raw])
+        doc = _KEY_TEXTS.decode(b'{"traceEvents":[' + body)
     except (msgspec.DecodeError, RecursionError, ValueError):
         doc = None
     if doc is not None and "traceEvents" in doc:
         events = bytes(doc.pop("traceEvents"))
         for key, value in doc.items():
+            state.text_after_events[key] = bytes(value)
             with contextlib.suppress(msgspec.DecodeError):
                 state.header[key] = msgspec.json.decode(value)
         inner = events.strip()[1:-1]
         if inner.strip():
             yield inner
         return
+    state.after_events_unreadable = True
     end = _array_end(body)
     if end is None:
         state.truncated = True

@@ -1,0 +1,237 @@
+"""The profiler session behind ``brrr_trace.record`` and ``brrr-trace record``.
+
+A :class:`Recorder` runs ``torch.profiler`` with the settings brrr-trace needs (CPU and CUDA
+activities, input shapes, Python stacks), optionally over a window of optimizer steps, with the
+line mode on while it records (``exact_ops``), and writes the trace through ``export``.
+torch is imported when recording starts, not when this module is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from brrr_trace.recording import function_mode, optimizer_steps
+from brrr_trace.recording.export import export, recording_info
+from brrr_trace.recording.hidden_frames import HiddenFrames
+from brrr_trace.recording.notices import warn
+from brrr_trace.traces.brrr_fields import RECORD_KEY
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class Recorder:
+    """Record a trace to ``path`` (gzipped when it ends in ``.gz``); a context manager or decorator.
+
+    ``steps=None`` records everything inside the block. ``steps=N`` records N steps after
+    ``wait`` steps and one warm-up step: a step ends at every ``optimizer.step()``
+    (``auto_step``), or at every ``Recorder.step()`` call when ``auto_step=False``. The trace is
+    written as soon as the N steps are done, or when the block ends with some of them recorded.
+    ``exact_ops`` adds ``brrr.line N`` annotations around the torch calls made directly from
+    user code (several µs per call while recording).
+
+    After the block: ``written`` (bool), ``path``, ``steps_recorded`` and ``stats`` (call lines
+    matched / unmatched, hidden events).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = "trace.json.gz",
+        *,
+        steps: int | None = None,
+        wait: int = 0,
+        exact_ops: bool = True,
+        auto_step: bool = True,
+        on_written: Callable[[Recorder], None] | None = None,
+    ) -> None:
+        if steps is not None and (not isinstance(steps, int) or steps < 1):
+            raise ValueError(f"steps must be a positive integer or None, not {steps!r}")
+        if not isinstance(wait, int) or wait < 0:
+            raise ValueError(f"wait must be a non-negative integer, not {wait!r}")
+        if wait and steps is None:
+            raise ValueError("wait needs steps")
+        self.path = Path(path)
+        self.steps = steps
+        self.wait = wait
+        self.exact_ops = exact_ops
+        self.auto_step = auto_step
+        self.on_written = on_written
+        self.written = False
+        self.steps_seen = 0
+        self.steps_recorded = 0
+        self.stats: dict[str, int] = {}
+        self._prof: Any = None
+        self._mode: Any = None
+        self._counter: optimizer_steps.StepCounter | None = None
+        self._metadata_added = False
+        self._running = False
+
+    # -- context manager / decorator -------------------------------------------------------------
+
+    def __enter__(self) -> Recorder:
+        if self._running:
+            raise RuntimeError("this Recorder is already recording")
+        import torch
+        from torch.profiler import ProfilerActivity, profile, schedule
+
+        activities = [ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(ProfilerActivity.CUDA)
+        self.written = False
+        self.steps_seen = self.steps_recorded = 0
+        self._metadata_added = False
+        self._running = True
+        if self.exact_ops:
+            self._mode = function_mode.line_mode_class()()
+            self._mode.__enter__()
+        kwargs: dict[str, Any] = {}
+        if self.steps is not None:
+            kwargs["schedule"] = schedule(wait=self.wait, warmup=1, active=self.steps, repeat=1)
+            kwargs["on_trace_ready"] = self._trace_ready
+        self._prof = profile(
+            activities=activities,
+            record_shapes=True,
+            with_stack=True,
+            profile_memory=False,
+            **kwargs,
+        )
+        try:
+            with _quiet_profiler():
+                self._prof.start()
+            if self.steps is not None and self.auto_step:
+                self._counter = optimizer_steps.StepCounter(self.step, self._counting_failed)
+                self._counter.start()
+            self._sync()
+        except BaseException:
+            self._teardown()
+            raise
+        return self
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        if not self._running:
+            return
+        prof = self._prof
+        try:
+            if self._counter is not None:
+                self._counter.stop_wrapping()
+            if self._mode is not None:
+                self._mode.active = False
+            if self.steps is None:
+                prof.stop()
+                self._write(prof)
+            else:
+                if not self.written and _is_recording(prof):
+                    self.steps_recorded = self._steps_in_window(prof)
+                prof.stop()  # calls _trace_ready when steps were being recorded
+        except Exception as error:
+            if exc_type is None:
+                raise
+            warn(f"could not write the trace ({type(error).__name__}: {error})")
+        finally:
+            self._teardown()
+
+    def __call__(self, fn: _F) -> _F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self._copy():
+                return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    def _copy(self) -> Recorder:
+        return Recorder(
+            self.path,
+            steps=self.steps,
+            wait=self.wait,
+            exact_ops=self.exact_ops,
+            auto_step=self.auto_step,
+            on_written=self.on_written,
+        )
+
+    def step(self) -> None:
+        """End a step of the ``steps`` window (only needed with ``auto_step=False``)."""
+        if not self._running or self.steps is None or self.written:
+            return
+        self.steps_seen += 1
+        with _quiet_profiler():
+            self._prof.step()
+        self._sync()
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _counting_failed(self, error: Exception) -> None:
+        warn(f"recording stopped ({type(error).__name__}: {error})")
+        if self._mode is not None:
+            self._mode.active = False
+
+    def _sync(self) -> None:
+        """Metadata once the profiler records; the line mode on exactly while it does."""
+        prof = self._prof
+        recording = _is_recording(prof) if self.steps is not None else True
+        if recording and not self._metadata_added:
+            info = recording_info(self.exact_ops)
+            prof.add_metadata_json(RECORD_KEY, json.dumps(info))
+            prof.add_metadata_json("torch_version", json.dumps(info["torch_version"]))
+            self._metadata_added = True
+        if self._mode is not None:
+            self._mode.active = recording and not self.written
+
+    def _steps_in_window(self, prof: Any) -> int:
+        return max(0, prof.step_num - self.wait - 1)
+
+    def _trace_ready(self, prof: Any) -> None:
+        if self._mode is not None:
+            self._mode.active = False
+        if not self.steps_recorded:
+            self.steps_recorded = min(self.steps or 0, self._steps_in_window(prof))
+        self._write(prof)
+
+    def _hidden_frames(self) -> HiddenFrames:
+        frames = optimizer_steps.hidden_frames()
+        if self.exact_ops:
+            frames.append(function_mode.handler_frame())
+        return HiddenFrames(frames)
+
+    def _write(self, prof: Any) -> None:
+        if self.written:
+            return
+        self.stats = export(prof, self.path, exact_ops=self.exact_ops, hidden=self._hidden_frames())
+        self.written = True
+        if self._counter is not None:
+            self._counter.stop_wrapping()
+        if self.on_written is not None:
+            self.on_written(self)
+
+    def _teardown(self) -> None:
+        self._running = False
+        if self._counter is not None:
+            self._counter.close()
+            self._counter = None
+        if self._mode is not None:
+            function_mode.remove_mode(self._mode)
+            self._mode = None
+        self._prof = None
+
+
+# `brrr_trace.record(path, ...)`: the recording itself is the context manager and decorator.
+record = Recorder
+
+
+@contextlib.contextmanager
+def _quiet_profiler() -> Iterator[None]:
+    """Without torch's warning that a schedule's cycles are not accumulated: ours has one."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each")
+        yield
+
+
+def _is_recording(prof: Any) -> bool:
+    from torch.profiler import ProfilerAction
+
+    return prof.current_action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)

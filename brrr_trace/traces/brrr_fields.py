@@ -1,0 +1,20 @@
+"""brrr-trace's additions to the Kineto JSON: written by `brrr-trace record`, read by `analyze`.
+
+Other tools (Perfetto, HTA) ignore them. They are spelled here once, in the layer both sides
+import, so that the writer (``recording/``) and the reader (``traces/``, ``analyzers/``) cannot
+drift apart.
+"""
+
+from __future__ import annotations
+
+# args of every ``python_function`` event: the line in the *caller's* frame where the call
+# happened (Kineto only names the callee's ``def`` line); 0 when the recorder could not tell.
+CALL_LINE_ARG = "brrr call line"
+
+# A ``user_annotation`` named ``brrr.line N`` wraps each torch call made directly from user code
+# on line N, so that operators without a Python call event (``a @ b``) get their line too.
+LINE_ANNOTATION_PREFIX = "brrr.line "
+
+# Top-level key: what was recorded (format version, torch version, exact_ops, call-line counts).
+RECORD_KEY = "brrr_record"
+RECORD_FORMAT_VERSION = 1
