@@ -59,6 +59,9 @@ class AnalysisOptions:
     # An op may beat its roofline bound by this much (clock and rounding noise) before the
     # model is said not to explain it.
     roofline_slack: float = 0.0
+    # A source file larger than this is not read (its lines stay at def-line precision): the
+    # largest hand-written Python files are a few hundred KB, and a trace may name any file.
+    max_source_bytes: int = 4 << 20
     excluded_files: tuple[str, ...] = DEFAULT_EXCLUDED_FILES
     included_files: tuple[str, ...] = ()
     source_root: str | None = None

@@ -237,7 +237,8 @@ def analyze_loaded(
         lines=tuple(lines),
         findings=findings,
         problems=tuple(ProblemReport(p.kind, p.count, p.detail) for p in loaded.problems)
-        + _roofline_problems(classes),
+        + _roofline_problems(classes)
+        + _source_problems({**mapper.refused, **locator.skipped_sources}, options),
         notes=tuple(notes),
     )
 
@@ -253,6 +254,24 @@ def _roofline_problems(classes: OpClasses) -> tuple[ProblemReport, ...]:
             f"{count} GPU op(s), {ns / 1e6:.2f} ms in all, ran faster than the device's peak "
             "allows for the FLOPs and bytes their shapes imply (data served from cache, or a "
             "byte count the model overestimates); their rates are left out of the lines",
+        ),
+    )
+
+
+def _source_problems(
+    skipped: dict[str, str], options: AnalysisOptions
+) -> tuple[ProblemReport, ...]:
+    if not skipped:
+        return ()
+    shown = ", ".join(f"{path} ({why})" for path, why in sorted(skipped.items())[:3])
+    more = " …" if len(skipped) > 3 else ""
+    return (
+        ProblemReport(
+            "source-skipped",
+            len(skipped),
+            f"source files not read: {shown}{more}; only regular files of at most "
+            f"{options.max_source_bytes >> 20} MiB inside the source root are read, so their "
+            "lines stay at the precision the trace alone gives",
         ),
     )
 

@@ -19,6 +19,12 @@ class PathMapper:
     def __init__(self, root: str | None, mappings: tuple[tuple[str, str], ...] = ()) -> None:
         self.root = Path(root).resolve() if root else None
         self.mappings = tuple(mappings)
+        # The only folders whose files are ever read: the root and the targets of the mappings.
+        self.allowed = tuple(Path(local).resolve() for _, local in self.mappings) + (
+            (self.root,) if self.root is not None else ()
+        )
+        # Trace paths whose file exists but was refused, and why (reported as a problem).
+        self.refused: dict[str, str] = {}
         self._by_name: dict[str, list[str]] = {}
         self._cache: dict[str, str | None] = {}
         if self.root is not None and self.root.is_dir():
@@ -39,6 +45,8 @@ class PathMapper:
         if trace_path in self._cache:
             return self._cache[trace_path]
         found = self._map(trace_path)
+        if found is not None and not self._admit(found):
+            found = None
         self._cache[trace_path] = found
         return found
 
@@ -50,15 +58,25 @@ class PathMapper:
                 if os.path.isfile(candidate):
                     return os.path.abspath(candidate)
         # An absolute path counts only under the source root: a trace may name any file here.
-        if os.path.isabs(normalized) and self._inside(normalized) and os.path.isfile(normalized):
+        if os.path.isabs(normalized) and self.contains(normalized) and os.path.isfile(normalized):
             return normalized
         return self._by_suffix(normalized)
 
-    def _inside(self, path: str) -> bool:
-        if self.root is None:
+    def _admit(self, local: str) -> bool:
+        """Only Python files that really lie in an allowed folder: a link from the project to
+        elsewhere, or a mapping's ``..``, is refused like a path outside it."""
+        if not local.lower().endswith((".py", ".pyw")):
             return False
+        if not self.contains(local):
+            self.refused[local] = "leads out of the source root"
+            return False
+        return True
+
+    def contains(self, path: str) -> bool:
+        """Whether ``path``, links resolved, lies in the source root or a mapping's target."""
         try:
-            return Path(path).resolve().is_relative_to(self.root)
+            real = Path(os.path.realpath(path))
+            return any(real.is_relative_to(folder) for folder in self.allowed)
         except (OSError, ValueError):
             return False
 
