@@ -15,6 +15,7 @@ from pathlib import Path
 from brrr_trace import __version__
 from brrr_trace.errors import BrrrError
 from brrr_trace.options import DEFAULT_EXCLUDED_FILES, AnalysisOptions
+from brrr_trace.render.safe_text import terminal_safe
 
 log = logging.getLogger("brrr_trace")
 
@@ -131,19 +132,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _diff(args) if args.command == "diff" else _analyze(args)
     except BrrrError as error:
-        print(f"brrr-trace: {error}", file=sys.stderr)
+        _say(str(error))
         return 2
     except KeyboardInterrupt:
         return 130
     except Exception as error:  # the last line of defence: one sentence, never a traceback
         if args.debug or os.environ.get("BRRR_TRACE_DEBUG"):
             traceback.print_exc()
-        print(
-            f"brrr-trace: internal error ({type(error).__name__}: {error}). Please report it with "
-            "the trace if you can; rerun with --debug for details.",
-            file=sys.stderr,
+        _say(
+            f"internal error ({type(error).__name__}: {error}). Please report it with "
+            "the trace if you can; rerun with --debug for details."
         )
         return 1
+
+
+def _say(message: str) -> None:
+    """One line on stderr; the message may quote a trace or a file name, so it is neutralised."""
+    print(f"brrr-trace: {terminal_safe(message)}", file=sys.stderr)
 
 
 def _analyze(args: argparse.Namespace) -> int:
