@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import os
 import re
 from pathlib import Path
@@ -32,6 +31,7 @@ from brrr_trace.report import (
     TraceInfo,
 )
 from brrr_trace.traces import find_traces, load
+from brrr_trace.traces.files import read_head
 from brrr_trace.traces.model import NO_ID, LoadResult, Trace
 from brrr_trace.traces.reader import ProgressFn
 from brrr_trace.vocabulary import IdleCause, Regime
@@ -82,12 +82,7 @@ def _ranks_by_file(files: list[Path]) -> dict[Path, int]:
     pattern = re.compile(rb'"distributedInfo"\s*:\s*\{[^}]*?"rank"\s*:\s*(\d+)')
     ranks = {}
     for index, file in enumerate(files):
-        try:
-            opener = gzip.open if file.name.endswith(".gz") else open
-            with opener(file, "rb") as handle:
-                head = handle.read(1 << 20)
-        except OSError:
-            head = b""
+        head = read_head(str(file), 1 << 20)
         match = pattern.search(head)
         ranks[file] = int(match.group(1)) if match else index
     return ranks

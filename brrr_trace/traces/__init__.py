@@ -66,12 +66,6 @@ def load(path: str | os.PathLike[str], progress: ProgressFn | None = None) -> Lo
     """Load one trace file (.json or .json.gz, object or legacy array format)."""
     path = os.fspath(path)
     name = os.path.basename(path)
-    if os.path.isdir(path):
-        raise NotATraceError(f"{name}: is a folder; pass one of its trace files.")
-    try:
-        os.stat(path)
-    except OSError as error:
-        raise NotATraceError(f"{name}: cannot be read ({error.strerror}).") from None
     state = ReadState()
     stats = DecodeStats()
     columns: Columns | None = None
@@ -111,8 +105,10 @@ def _reader_problems(state: ReadState, stats: DecodeStats) -> list[Problem]:
             Problem(
                 "truncated",
                 1,
-                "the file ends in the middle of an event (the profiled process was probably "
-                "killed); events up to the last whole one were read",
+                f"{state.damage}; events up to the last whole one before it were read"
+                if state.damage
+                else "the file ends in the middle of an event (the profiled process was "
+                "probably killed); events up to the last whole one were read",
             )
         )
     if state.header_unreadable:

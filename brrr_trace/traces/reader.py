@@ -8,17 +8,17 @@ events cut at object boundaries, a few MiB at a time, so the file is never held 
 from __future__ import annotations
 
 import contextlib
-import gzip
 import os
 import re
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any, BinaryIO
 
 import msgspec
 
 from brrr_trace.errors import NotATraceError
+from brrr_trace.traces.files import open_stream
+from brrr_trace.traces.gunzip import LenientGunzip
 
 CHUNK_BYTES = 16 << 20
 HEADER_SEARCH_BYTES = 64 << 20
@@ -40,27 +40,25 @@ class ReadState:
     truncated: bool = False
     header_unreadable: bool = False
     uncompressed_bytes: int = 0
+    # Why the data ended early besides a cut in the JSON (damaged gzip, a read error).
+    damage: str | None = None
     # When the header is longer than one chunk: the bytes after "traceEvents": [.
     events_head: bytes | None = None
 
 
-def _open(path: str) -> tuple[IO[bytes], IO[bytes]]:
-    raw = open(path, "rb")  # noqa: SIM115 - closed by the caller through the returned handle
-    magic = raw.read(2)
-    raw.seek(0)
-    if magic == b"\x1f\x8b":
-        return raw, gzip.GzipFile(fileobj=raw, mode="rb")
-    return raw, raw
-
-
-def _read(stream: IO[bytes], size: int) -> bytes:
+def _read(stream: BinaryIO | LenientGunzip, size: int) -> bytes:
+    """Up to ``size`` bytes; a read error or damaged gzip data ends the data (``_damage``)."""
     try:
         return stream.read(size)
-    except (OSError, EOFError, zlib.error) as error:
-        raise _GzipBroken(str(error)) from error
+    except OSError as error:
+        raise _ReadBroken(error.strerror or str(error)) from error
 
 
-class _GzipBroken(Exception):
+def _damage(stream: BinaryIO | LenientGunzip) -> str | None:
+    return stream.damage if isinstance(stream, LenientGunzip) else None
+
+
+class _ReadBroken(Exception):
     pass
 
 
@@ -68,7 +66,7 @@ def iter_event_runs(
     path: str, state: ReadState, progress: ProgressFn | None = None
 ) -> Iterator[bytes]:
     """Yield byte runs ``{..}, {..}, ... {..}`` of whole events; fill ``state`` on the way."""
-    raw, stream = _open(path)
+    raw, stream = open_stream(path)
     total = os.fstat(raw.fileno()).st_size
     try:
         yield from _runs(path, raw, stream, total, state, progress)
@@ -79,8 +77,8 @@ def iter_event_runs(
 
 def _runs(
     path: str,
-    raw: IO[bytes],
-    stream: IO[bytes],
+    raw: BinaryIO,
+    stream: BinaryIO | LenientGunzip,
     total: int,
     state: ReadState,
     progress: ProgressFn | None,
@@ -88,8 +86,10 @@ def _runs(
     name = os.path.basename(path)
     try:
         pending = _read(stream, CHUNK_BYTES)
-    except _GzipBroken as error:
-        raise NotATraceError(f"{name}: the gzip data is corrupt ({error}).") from None
+    except _ReadBroken as error:
+        raise NotATraceError(f"{name}: cannot be read ({error}).") from None
+    if not pending and _damage(stream):
+        raise NotATraceError(f"{name}: {_damage(stream)}; nothing could be decompressed.")
     state.uncompressed_bytes = len(pending)
     start = _find_events_start(name, stream, pending, state, path)
     pending = pending[start:]
@@ -100,14 +100,18 @@ def _runs(
         if not eof:
             try:
                 more = _read(stream, CHUNK_BYTES)
-            except _GzipBroken:
+            except _ReadBroken as error:
                 more = b""
                 state.truncated = True
+                state.damage = f"reading the file failed ({error})"
             if more:
                 state.uncompressed_bytes += len(more)
                 pending += more
             else:
                 eof = True
+                if _damage(stream):
+                    state.truncated = True
+                    state.damage = _damage(stream)
             if progress is not None:
                 progress(min(raw.tell(), total), total)
         if eof:
@@ -132,7 +136,7 @@ def _runs(
 
 
 def _find_events_start(
-    name: str, stream: IO[bytes], first: bytes, state: ReadState, path: str
+    name: str, stream: BinaryIO | LenientGunzip, first: bytes, state: ReadState, path: str
 ) -> int:
     head = first.lstrip(b"\xef\xbb\xbf \t\r\n")
     offset = len(first) - len(head)
@@ -147,7 +151,7 @@ def _find_events_start(
         while match is None and len(buf) < HEADER_SEARCH_BYTES:
             try:
                 more = _read(stream, CHUNK_BYTES)
-            except _GzipBroken:
+            except _ReadBroken:
                 more = b""
             if not more:
                 break
