@@ -111,6 +111,15 @@ def _reader_problems(state: ReadState, stats: DecodeStats) -> list[Problem]:
                 "probably killed); events up to the last whole one were read",
             )
         )
+    if state.repeated_events_keys:
+        found.append(
+            Problem(
+                "repeated-key",
+                state.repeated_events_keys,
+                '"traceEvents" appears more than once (a JSON reader keeps only the last list); '
+                "the events of every list were read",
+            )
+        )
     if state.header_unreadable:
         found.append(Problem("bad-header", 1, "the keys before traceEvents could not be read"))
     if stats.bad_utf8:

@@ -44,7 +44,11 @@ _TABLE_OF_CATEGORY = {
     "gpu_user_annotation": _GPU_SPAN,
 }
 
-_MAX_ABS_US = 1e16  # ~317 years of microseconds: anything larger is garbage, not time
+# Times are int64 nanoseconds. A start or end at or past 2**62 ns (the year 2116 in epoch
+# microseconds) is garbage, not time, and bounding both there leaves room for their sums and
+# differences: 9.3e15 µs used to overflow (exact path) or wrap silently (float path).
+_MAX_ABS_NS = 1 << 62
+_MAX_ABS_US = _MAX_ABS_NS / 1000
 
 
 _INT64_MAX = (1 << 63) - 1
@@ -88,9 +92,11 @@ def exact_ns(value: Any) -> int | None:
         text = text.lstrip("+-")
         if "e" in text or "E" in text:
             as_float = _as_float(text)
-            return None if math.isnan(as_float) else sign * round(as_float * 1000)
+            return sign * round(as_float * 1000) if math.isfinite(as_float) else None
         whole, _, frac = text.partition(".")
         if not whole.isdigit() and whole != "":
+            return None
+        if len(whole) > 20:  # out of range anyway, and int() refuses very long digit strings
             return None
         if frac and not frac.isdigit():
             return None
@@ -147,6 +153,7 @@ class Columns:
         self.s_ts, self.s_dur = array(time_code), array(time_code)
         self.skipped_categories: dict[str, int] = {}
         self.bad_times = 0
+        self.bad_durations = 0
         self.negative_durations = 0
         self.events = 0
 
@@ -180,7 +187,7 @@ class Columns:
 
     def _exact_time(self, value: Any) -> int | None:
         ns = exact_ns(value)
-        return ns if ns is not None and abs(ns) < _MAX_ABS_US * 1000 else None
+        return ns if ns is not None and abs(ns) < _MAX_ABS_NS else None
 
     def add(self, events: list[Any]) -> None:
         table_of = _TABLE_OF_CATEGORY
@@ -211,6 +218,7 @@ class Columns:
                     self.bad_times += 1
                     continue
                 if dur is None:
+                    self.bad_durations += ev.dur is not None  # a missing dur is a 0 one
                     dur = 0
             key = (ev.pid, ev.tid)
             name = ev.name
@@ -323,13 +331,21 @@ class Columns:
             length = np.asarray(dur, dtype=np.int64)
             negative = length < 0
             self.negative_durations += int(np.count_nonzero(negative))
-            return start, start + np.where(negative, 0, length), np.ones(len(start), dtype=bool)
+            length = np.where(negative, 0, length)
+            # Both below 2**62 (``_exact_time``): the sum cannot overflow, only pass the bound.
+            past = start + length >= _MAX_ABS_NS
+            self.bad_durations += int(np.count_nonzero(past))
+            length = np.where(past, 0, length)
+            return start, start + length, np.ones(len(start), dtype=bool)
         t = np.asarray(ts, dtype=np.float64)
         d = np.asarray(dur, dtype=np.float64)
         valid = np.isfinite(t) & (np.abs(t) < _MAX_ABS_US)
         self.bad_times += int(len(t) - np.count_nonzero(valid))
         t = np.where(valid, t, 0.0)
-        d = np.where(np.isfinite(d) & (d < _MAX_ABS_US), d, 0.0)
+        with np.errstate(invalid="ignore"):
+            usable = np.isfinite(d) & (t + np.maximum(d, 0.0) < _MAX_ABS_US)
+        self.bad_durations += int(np.count_nonzero(valid & ~usable))
+        d = np.where(usable, d, 0.0)
         negative = d < 0
         self.negative_durations += int(np.count_nonzero(negative))
         d = np.where(negative, 0.0, d)
@@ -428,6 +444,15 @@ class Columns:
                     "bad-timestamp",
                     self.bad_times,
                     "events whose ts is missing, not a number or out of range were dropped",
+                )
+            )
+        if self.bad_durations:
+            found.append(
+                Problem(
+                    "bad-duration",
+                    self.bad_durations,
+                    "events whose dur is not a number or ends past the year 2116 were kept "
+                    "with a duration of 0",
                 )
             )
         if self.negative_durations:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -42,6 +42,7 @@ class ReadState:
     uncompressed_bytes: int = 0
     # Why the data ended early besides a cut in the JSON (damaged gzip, a read error).
     damage: str | None = None
+    repeated_events_keys: int = 0  # "traceEvents" lists after the first
     # When the header is longer than one chunk: the bytes after "traceEvents": [.
     events_head: bytes | None = None
 
@@ -131,6 +132,7 @@ def _runs(
         run = pending[: cut + 1]
         rest = pending[cut + 1 :].lstrip()
         pending = rest[1:] if rest[:1] == b"," else rest
+        run = yield from _before_repeats(run, state)
         if run.strip():
             yield run
 
@@ -213,6 +215,8 @@ def _last_boundary(buf: bytes) -> int:
 def _finish(pending: bytes, state: ReadState) -> Iterator[bytes]:
     """The last run: events, the array's end, and (object format) the keys after it."""
     body = pending.rstrip()
+    if not state.legacy_array:
+        body = yield from _before_repeats(body, state)
     if state.legacy_array:
         if body.endswith(b"]"):
             body = body[:-1]
@@ -245,6 +249,45 @@ def _finish(pending: bytes, state: ReadState) -> Iterator[bytes]:
     body = body[:end]
     if body.strip():
         yield body
+
+
+def _before_repeats(body: bytes, state: ReadState) -> Generator[bytes, None, bytes]:
+    """A second ``"traceEvents"`` list after the first (files glued together by hand): yield the
+    events of each list that another follows, keep the keys between, return the rest.
+
+    A JSON reader would keep only the last list, silently; here every list is read and the
+    repeat is reported. Inside a string the key's quotes are escaped, so the plain ``in`` is a
+    cheap, exact test on each run."""
+    while b'"traceEvents"' in body:
+        split = _split_at_repeat(body)
+        if split is None:
+            break
+        events, keys, body = split
+        state.repeated_events_keys += 1
+        for key, value in keys.items():
+            with contextlib.suppress(msgspec.DecodeError):
+                state.header[key] = msgspec.json.decode(value)
+        if events.strip():
+            yield events
+    return body
+
+
+def _split_at_repeat(body: bytes) -> tuple[bytes, dict[str, msgspec.Raw], bytes] | None:
+    """``ev, ev], "k": v, "traceEvents": [rest`` -> (``ev, ev``, {k: v}, ``rest``)."""
+    for match in _EVENTS_KEY.finditer(body):
+        head = body[: match.start()].rstrip()
+        if head.endswith(b","):
+            head = head[:-1]
+        try:
+            doc = msgspec.json.decode(
+                b'{"traceEvents":[' + head + b"}", type=dict[str, msgspec.Raw]
+            )
+        except (msgspec.DecodeError, RecursionError, ValueError):
+            continue
+        events = doc.pop("traceEvents", None)
+        if events is not None:
+            return bytes(events).strip()[1:-1], doc, body[match.end() :]
+    return None
 
 
 _ARRAY_END = re.compile(rb"\}\s*\]\s*(?:,|\})")

@@ -1,0 +1,77 @@
+"""Values no profiler writes: times near int64, a repeated traceEvents key, huge names, more
+events than anyone records. Each is reported in ``problems`` and bounded, never an internal
+error, a silent wrap or a silent loss."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from brrr_trace.traces import load
+from tests.tracebuilder import kernel, launch
+
+
+def pair(ts: float | int, corr: int, dur: float = 5.0) -> list[dict]:
+    return [launch(ts, corr), kernel("k", ts + 1, dur, corr)]
+
+
+def kinds(result) -> dict[str, int]:
+    return {p.kind: p.count for p in result.problems}
+
+
+def test_a_timestamp_past_int64_with_a_fraction_is_dropped_not_an_overflow(tmp_path) -> None:
+    """Before: OverflowError (internal error, exit 1) from the exact-nanosecond path."""
+    good = json.dumps(pair(1_700_000_000_000_000.25, 1))[1:-1]
+    bad = json.dumps(pair(9_300_000_000_000_000, 2))[1:-1]
+    bad = bad.replace("9300000000000000", "9300000000000000.5")  # a fraction: the exact path
+    path = tmp_path / "t.json"
+    path.write_text('{"traceEvents": [' + good + ", " + bad + "]}")
+    result = load(path)
+    assert len(result.trace.gpu) == 1 and kinds(result)["bad-timestamp"] == 2
+
+
+def test_integer_timestamps_past_int64_do_not_wrap(tmp_path) -> None:
+    """Before: 9.3e15 µs wrapped to a negative time and the span came out as 1.08e16 µs."""
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": pair(1_000, 1) + pair(9_300_000_000_000_000, 2)}))
+    result = load(path)
+    assert len(result.trace.gpu) == 1 and kinds(result)["bad-timestamp"] == 2
+    assert (result.trace.gpu.start_ns >= 0).all()
+
+
+@pytest.mark.parametrize("dur", [9.2e15, 4.611686e15, "NaN", "1e999"])
+def test_a_duration_past_the_range_becomes_zero_and_is_counted(tmp_path, dur) -> None:
+    path = tmp_path / "t.json"
+    late = 30_000_000_000  # 8 hours in: with the largest durations, the end passes 2**62 ns
+    text = json.dumps({"traceEvents": pair(1_000, 1) + pair(late, 2, dur=12345.0)})
+    path.write_text(text.replace("12345.0", str(dur)))
+    result = load(path)
+    assert kinds(result)["bad-duration"] == 1
+    assert int((result.trace.gpu.end_ns - result.trace.gpu.start_ns).max()) == 5_000
+
+
+@pytest.mark.parametrize("chunk", [16 << 20, 512])  # in one chunk, or streamed in many runs
+def test_a_repeated_trace_events_key_keeps_both_lists_and_says_so(
+    tmp_path, monkeypatch, chunk
+) -> None:
+    """Before: the last list won, silently (a JSON reader's rule)."""
+    from brrr_trace.traces import reader
+
+    monkeypatch.setattr(reader, "CHUNK_BYTES", chunk)
+    first = [e for i in range(10) for e in pair(100 * i, i + 1)]
+    second = [e for i in range(10, 14) for e in pair(100 * i, i + 1)]
+    path = tmp_path / "t.json"
+    path.write_text(
+        '{"traceEvents": '
+        + json.dumps(first)
+        + ', "between": {"a": [1, 2]}, "traceEvents": '
+        + json.dumps(second)
+        + ', "after": 3}'
+    )
+    result = load(path)
+    assert len(result.trace.gpu) == 14
+    assert kinds(result) == {"repeated-key": 1}
+    assert result.trace.metadata["between"] == {"a": [1, 2]}
+    assert result.trace.metadata["after"] == 3
