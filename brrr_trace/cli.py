@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from importlib import resources
 from pathlib import Path
@@ -21,6 +21,21 @@ log = logging.getLogger("brrr_trace")
 
 SAMPLE_NAME = "sample_trace.json.gz"
 _PROGRESS_MIN_BYTES = 32 << 20
+
+
+def _count(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``minimum`` (``--top -1`` printed "(-1 of 2)")."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+
+    return parse
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     analyze.add_argument("--format", choices=("text", "json"), default="text")
     analyze.add_argument("-o", "--output", help="write the report to this file")
-    analyze.add_argument("--top", type=int, default=20, help="lines to show (text format)")
+    analyze.add_argument("--top", type=_count(1), default=20, help="lines to show (text format)")
     analyze.add_argument(
         "--source-root", help="folder the trace's source paths map onto (default: current folder)"
     )
@@ -58,8 +73,11 @@ def _parser() -> argparse.ArgumentParser:
         help="trace paths that are never your line, added to torch and the standard library "
         "(repeatable); their time goes to the line of yours that called them",
     )
-    analyze.add_argument("--device", type=int, help="GPU to report on (default: the busiest)")
-    analyze.add_argument("--rank", type=int, help="rank to report on, for a folder of rank traces")
+    analyze.add_argument("--device", type=_count(0), help="GPU to report on (default: the busiest)")
+    analyze.add_argument(
+        "--rank", type=_count(0), help="rank to report on, for a folder of rank traces"
+    )
+    _add_max_events(analyze)
     analyze.add_argument("--debug", action="store_true", help="print tracebacks of internal errors")
     serve = sub.add_parser("serve", help="run the language server (stdio by default)")
     transport = serve.add_mutually_exclusive_group()
@@ -78,8 +96,9 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("after", help="the trace after")
     diff.add_argument("--format", choices=("text", "json"), default="text")
     diff.add_argument("-o", "--output", help="write the comparison to this file")
-    diff.add_argument("--top", type=int, default=20, help="lines to show (text format)")
+    diff.add_argument("--top", type=_count(1), default=20, help="lines to show (text format)")
     diff.add_argument("--source-root", help="folder the traces' source paths map onto")
+    _add_max_events(diff)
     diff.add_argument("--debug", action="store_true", help="print tracebacks of internal errors")
     record = sub.add_parser(
         "record",
@@ -102,6 +121,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     record.add_argument("program", nargs=argparse.REMAINDER, help="-- python train.py [args ...]")
     return parser
+
+
+def _add_max_events(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-events",
+        type=_count(1),
+        default=AnalysisOptions.max_events,
+        metavar="N",
+        help=f"read at most N events of a trace (default {AnalysisOptions.max_events:,}); "
+        "a bound against inputs that inflate without end",
+    )
 
 
 def sample_trace() -> Path:
@@ -172,6 +202,7 @@ def _analyze(args: argparse.Namespace) -> int:
         # The same semantics as the editor's excludeFiles / includeFiles settings.
         excluded_files=DEFAULT_EXCLUDED_FILES + tuple(args.exclude),
         included_files=tuple(args.include),
+        max_events=args.max_events,
     )
     reports = []
     for trace in traces:
@@ -212,7 +243,7 @@ def _diff(args: argparse.Namespace) -> int:
     for path in paths:
         if not path.exists():
             raise BrrrError(f"{path}: no such file or folder.")
-    options = AnalysisOptions(source_root=args.source_root)
+    options = AnalysisOptions(source_root=args.source_root, max_events=args.max_events)
     reports = []
     for path in paths:
         with _progress(path) as progress:

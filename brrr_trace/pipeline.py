@@ -53,7 +53,7 @@ def analyze(
     """Load a trace file (or a folder of rank traces) and analyze it into a ``Report``."""
     options = options or AnalysisOptions()
     path, ranks = _pick_file(Path(source), options)
-    loaded = load(path, progress)
+    loaded = load(path, progress, options.max_events, options.max_name_chars)
     return analyze_loaded(loaded, options, ranks)
 
 

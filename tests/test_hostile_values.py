@@ -5,7 +5,6 @@ error, a silent wrap or a silent loss."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -75,3 +74,26 @@ def test_a_repeated_trace_events_key_keeps_both_lists_and_says_so(
     assert kinds(result) == {"repeated-key": 1}
     assert result.trace.metadata["between"] == {"a": [1, 2]}
     assert result.trace.metadata["after"] == 3
+
+
+def test_a_huge_name_is_cut_for_a_bounded_cost_and_reported(tmp_path) -> None:
+    """Before: an 8 MB kernel name took 13-20 s (dozens of regex searches per unique name)."""
+    path = tmp_path / "t.json"
+    long_name = "void k<" + "x" * 100_000 + ">"
+    path.write_text(json.dumps({"traceEvents": [launch(1.0, 1), kernel(long_name, 2.0, 5.0, 1)]}))
+    result = load(path, max_name_chars=1000)
+    names = [result.trace.strings[i] for i in result.trace.gpu.name]
+    assert names == ["void k<" + "x" * 993 + "…"]
+    assert kinds(result) == {"long-name": 1}
+
+
+def test_the_event_count_is_capped_and_reported(tmp_path, monkeypatch) -> None:
+    """Before: no bound; a 3.2 MB gzip of 10 M events took 81 s and 2.4 GB."""
+    from brrr_trace.traces import reader
+
+    monkeypatch.setattr(reader, "CHUNK_BYTES", 2048)  # many runs: the cap stops the reading
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": [e for i in range(500) for e in pair(10 * i, i)]}))
+    result = load(path, max_events=101)
+    assert len(result.trace.gpu) + len(result.trace.host_calls) == 101
+    assert kinds(result)["event-cap"] == 101

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from brrr_trace.errors import NotATraceError
+from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.columns import Columns
 from brrr_trace.traces.events import DecodeStats, decode_batch
 from brrr_trace.traces.model import (
@@ -62,17 +63,34 @@ def find_traces(folder: str | os.PathLike[str]) -> list[Path]:
     )
 
 
-def load(path: str | os.PathLike[str], progress: ProgressFn | None = None) -> LoadResult:
-    """Load one trace file (.json or .json.gz, object or legacy array format)."""
+def load(
+    path: str | os.PathLike[str],
+    progress: ProgressFn | None = None,
+    max_events: int = AnalysisOptions.max_events,
+    max_name_chars: int = AnalysisOptions.max_name_chars,
+) -> LoadResult:
+    """Load one trace file (.json or .json.gz, object or legacy array format).
+
+    At most ``max_events`` events are read and names are cut to ``max_name_chars``: a small
+    gzip can inflate to any number of events, and one name to megabytes (README, Security)."""
     path = os.fspath(path)
     name = os.path.basename(path)
     state = ReadState()
     stats = DecodeStats()
     columns: Columns | None = None
+    capped = False
     for run in iter_event_runs(path, state, progress):
         if columns is None:
-            columns = Columns(exact=state.exact_timestamps)
-        columns.add(decode_batch(run, state.exact_timestamps, stats))
+            columns = Columns(exact=state.exact_timestamps, max_name_chars=max_name_chars)
+        events = decode_batch(run, state.exact_timestamps, stats)
+        room = max_events - columns.events
+        if len(events) >= room:
+            capped = len(events) > room
+            columns.add(events[:room])
+            if capped:
+                break  # closes the file: nothing after the cap is read
+        else:
+            columns.add(events)
     if columns is None:
         columns = Columns(exact=False)
     if columns.events == 0 and stats.unparseable and not state.legacy_array:
@@ -93,6 +111,15 @@ def load(path: str | os.PathLike[str], progress: ProgressFn | None = None) -> Lo
         **tables,
     )
     problems = _reader_problems(state, stats) + columns.problems() + _integrity_problems(trace)
+    if capped:
+        problems.append(
+            Problem(
+                "event-cap",
+                max_events,
+                f"the trace has more than {max_events:,} events; only the first {max_events:,} "
+                "were read (--max-events, AnalysisOptions.max_events, reads more)",
+            )
+        )
     if columns.events == 0:
         problems.append(Problem("empty-trace", 1, "the trace has no events"))
     return LoadResult(trace=trace, problems=tuple(problems))

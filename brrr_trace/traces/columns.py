@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.events import ExactNumber
 from brrr_trace.traces.model import (
     GPU_KERNEL,
@@ -120,8 +121,10 @@ def _triple(value: Any) -> tuple[int, int, int]:
 class Columns:
     """Accumulates events table by table; ``finish`` sorts them into numpy arrays."""
 
-    def __init__(self, exact: bool) -> None:
+    def __init__(self, exact: bool, max_name_chars: int = AnalysisOptions.max_name_chars) -> None:
         self.exact = exact
+        self.max_name_chars = max_name_chars
+        self.long_names = 0
         self.strings: list[str] = []
         self._string_ids: dict[str, int] = {}
         self.values: list[bytes] = []
@@ -158,8 +161,22 @@ class Columns:
         self.events = 0
 
     def intern(self, text: Any) -> int:
+        """The id of an event name; a name longer than ``max_name_chars`` is kept cut there, so
+        that what every analyzer does per name (regexes, prefix tests) costs a bounded time."""
         if not isinstance(text, str):
             text = "" if text is None else str(text)
+        ids = self._string_ids
+        found = ids.get(text)
+        if found is None:
+            found = ids[text] = len(self.strings)
+            if len(text) > self.max_name_chars:
+                self.long_names += 1
+                text = text[: self.max_name_chars] + "…"
+            self.strings.append(text)
+        return found
+
+    def _intern_whole(self, text: str) -> int:
+        """A legacy "Call stack": many frames in one string, split later, so never cut."""
         ids = self._string_ids
         found = ids.get(text)
         if found is None:
@@ -252,7 +269,8 @@ class Columns:
                     self.c_types.append(self._value(args.input_types))
                     self.c_concrete.append(self._value(args.concrete_inputs))
                     stack = args.call_stack
-                    self.c_stack.append(intern(stack) if isinstance(stack, str) else NO_ID)
+                    whole = self._intern_whole
+                    self.c_stack.append(whole(stack) if isinstance(stack, str) else NO_ID)
             elif table == _HOST:
                 self.h_thread.append(thread(*key))
                 self.h_name.append(intern(name))
@@ -444,6 +462,15 @@ class Columns:
                     "bad-timestamp",
                     self.bad_times,
                     "events whose ts is missing, not a number or out of range were dropped",
+                )
+            )
+        if self.long_names:
+            found.append(
+                Problem(
+                    "long-name",
+                    self.long_names,
+                    f"names longer than {self.max_name_chars:,} characters were cut there "
+                    "(AnalysisOptions.max_name_chars)",
                 )
             )
         if self.bad_durations:
