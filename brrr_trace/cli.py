@@ -15,6 +15,7 @@ from pathlib import Path
 from brrr_trace import __version__
 from brrr_trace.errors import BrrrError
 from brrr_trace.options import DEFAULT_EXCLUDED_FILES, AnalysisOptions
+from brrr_trace.output import report_output
 from brrr_trace.render.safe_text import terminal_safe
 
 log = logging.getLogger("brrr_trace")
@@ -140,11 +141,9 @@ def sample_trace() -> Path:
 
 def _default_traces() -> tuple[list[Path], bool]:
     """The traces in the current folder itself (not below it), else the bundled sample."""
-    here = sorted(
-        p
-        for p in Path.cwd().iterdir()
-        if p.is_file() and p.name.endswith((".json", ".json.gz")) and "trace" in p.name.lower()
-    )
+    from brrr_trace.traces.discovery import traces_in
+
+    here = traces_in(Path.cwd())
     if here:
         return here, False
     return [sample_trace()], True
@@ -166,6 +165,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except OSError as error:  # the machine's, not ours: a file vanished, a disk failed or filled
+        where = f"{error.filename}: " if error.filename else ""
+        _say(f"{where}{error.strerror or error}.")
+        return 2
     except Exception as error:  # the last line of defence: one sentence, never a traceback
         if args.debug or os.environ.get("BRRR_TRACE_DEBUG"):
             traceback.print_exc()
@@ -191,8 +194,7 @@ def _analyze(args: argparse.Namespace) -> int:
     if not traces:
         traces, used_sample = _default_traces()
     for trace in traces:
-        if not trace.exists():
-            raise BrrrError(f"{trace}: no such file or folder.")
+        _check_input(trace)
     # The bundled sample was recorded from workloads.py, shipped beside it: its lines resolve.
     source_root = args.source_root or (str(sample_trace().parent) if used_sample else None)
     options = AnalysisOptions(
@@ -204,33 +206,40 @@ def _analyze(args: argparse.Namespace) -> int:
         included_files=tuple(args.include),
         max_events=args.max_events,
     )
-    reports = []
-    for trace in traces:
-        with _progress(trace) as progress:
-            reports.append(analyze(trace, options, progress))
-    if args.format == "json":
-        if len(reports) == 1:
-            out = render_json.render(reports[0])
+    with report_output(args.output, sys.stdout.write) as emit:
+        reports = []
+        for trace in traces:
+            with _progress(trace) as progress:
+                reports.append(analyze(trace, options, progress))
+        if args.format == "json":
+            if len(reports) == 1:
+                out = render_json.render(reports[0])
+            else:
+                out = "[\n" + ",\n".join(render_json.render(r).rstrip() for r in reports) + "\n]\n"
         else:
-            out = "[\n" + ",\n".join(render_json.render(r).rstrip() for r in reports) + "\n]\n"
-    else:
-        color = args.output is None and sys.stdout.isatty()
-        out = "\n".join(render_text.render(r, top=args.top, color=color) for r in reports)
-    if used_sample:
-        print(
-            "brrr-trace: no trace in the current folder; analyzing the bundled sample trace "
-            f"({SAMPLE_NAME}, recorded on an NVIDIA H200).",
-            file=sys.stderr,
-        )
-    _emit(out, args.output)
+            color = args.output is None and sys.stdout.isatty()
+            out = "\n".join(render_text.render(r, top=args.top, color=color) for r in reports)
+        if used_sample:
+            print(
+                "brrr-trace: no trace in the current folder (no .json or .json.gz file that "
+                "reads like a torch.profiler trace); analyzing the bundled sample trace "
+                f"({SAMPLE_NAME}, recorded on an NVIDIA H200). Pass a trace file to analyze it.",
+                file=sys.stderr,
+            )
+        emit(out)
     return 0
 
 
-def _emit(text: str, output: str | None) -> None:
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
+def _check_input(path: Path) -> None:
+    """A missing or unreadable input said in one line before anything is analyzed."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        raise BrrrError(f"{path}: no such file or folder.") from None
+    except OSError as error:
+        raise BrrrError(f"{path}: cannot be read ({error.strerror}).") from None
+    if not os.access(path, os.R_OK | (os.X_OK if path.is_dir() else 0)):
+        raise BrrrError(f"{path}: cannot be read (permission denied).")
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -241,20 +250,20 @@ def _diff(args: argparse.Namespace) -> int:
 
     paths = [Path(args.before), Path(args.after)]
     for path in paths:
-        if not path.exists():
-            raise BrrrError(f"{path}: no such file or folder.")
+        _check_input(path)
     options = AnalysisOptions(source_root=args.source_root, max_events=args.max_events)
-    reports = []
-    for path in paths:
-        with _progress(path) as progress:
-            reports.append(analyze(path, options, progress))
-    result = compare(*reports)
-    if args.format == "json":
-        out = render_json.render_diff(result)
-    else:
-        color = args.output is None and sys.stdout.isatty()
-        out = render_text.render_diff(result, top=args.top, color=color)
-    _emit(out, args.output)
+    with report_output(args.output, sys.stdout.write) as emit:
+        reports = []
+        for path in paths:
+            with _progress(path) as progress:
+                reports.append(analyze(path, options, progress))
+        result = compare(*reports)
+        if args.format == "json":
+            out = render_json.render_diff(result)
+        else:
+            color = args.output is None and sys.stdout.isatty()
+            out = render_text.render_diff(result, top=args.top, color=color)
+        emit(out)
     return 0
 
 

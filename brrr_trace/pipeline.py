@@ -58,21 +58,28 @@ def analyze(
 
 
 def _pick_file(source: Path, options: AnalysisOptions) -> tuple[Path, tuple[int, ...]]:
-    if not source.is_dir():
-        return source, ()
-    files = find_traces(source)
+    files = find_traces(source) if source.is_dir() else [source]
     if not files:
         raise NotATraceError(
-            f"{source}: no trace files (*.pt.trace.json[.gz], *trace*.json) in it."
+            f"{source}: no trace in it (*.pt.trace.json[.gz], or a .json[.gz] file that reads "
+            "like a torch.profiler trace)."
         )
-    if len(files) == 1:
+    if len(files) == 1 and options.rank is None:
         return files[0], ()
     ranks = _ranks_by_file(files)
     if options.rank is not None:
         for file, rank in ranks.items():
             if rank == options.rank:
-                return file, tuple(sorted(ranks.values()))
-        raise NotATraceError(f"{source}: no trace of rank {options.rank} in it.")
+                return file, tuple(sorted(ranks.values())) if len(files) > 1 else ()
+        present = sorted(set(ranks.values()))
+        if len(files) == 1:
+            raise NotATraceError(
+                f"{files[0]}: is the trace of rank {present[0]} only, not of rank "
+                f"{options.rank}; --rank chooses among the traces of a folder of rank traces."
+            )
+        raise NotATraceError(
+            f"{source}: no trace of rank {options.rank} in it (ranks present: {present})."
+        )
     first = min(ranks, key=lambda f: (ranks[f], str(f)))
     return first, tuple(sorted(set(ranks.values())))
 

@@ -7,13 +7,13 @@ that is not a trace at all raises ``NotATraceError``; everything else is loaded 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 
 from brrr_trace.errors import NotATraceError
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.columns import Columns
+from brrr_trace.traces.discovery import find_traces
 from brrr_trace.traces.events import DecodeStats, decode_batch
 from brrr_trace.traces.model import (
     GPU_KERNEL,
@@ -44,23 +44,6 @@ __all__ = [
     "find_traces",
     "load",
 ]
-
-
-def find_traces(folder: str | os.PathLike[str]) -> list[Path]:
-    """Trace files in a folder (a TensorBoard log dir or a folder of rank traces), sorted."""
-    root = Path(folder)
-    preferred = sorted(
-        p
-        for p in root.rglob("*")
-        if p.is_file() and p.name.endswith((".pt.trace.json", ".pt.trace.json.gz"))
-    )
-    if preferred:
-        return preferred
-    return sorted(
-        p
-        for p in root.iterdir()
-        if p.is_file() and p.name.endswith((".json", ".json.gz")) and "trace" in p.name.lower()
-    )
 
 
 def load(

@@ -18,6 +18,7 @@ import msgspec
 
 from brrr_trace.errors import NotATraceError
 from brrr_trace.traces.files import open_stream
+from brrr_trace.traces.formats import describe
 from brrr_trace.traces.gunzip import LenientGunzip
 
 CHUNK_BYTES = 16 << 20
@@ -169,6 +170,9 @@ def _find_events_start(
         _parse_header(buf[offset : match.start()], state)
         start = match.end()
     else:
+        known = describe(name, head)
+        if known is not None:
+            raise NotATraceError(known)
         shown = head[:20].decode("utf-8", errors="replace")
         raise NotATraceError(
             f"{name}: not JSON (starts with {shown!r}); "
