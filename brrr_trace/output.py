@@ -39,8 +39,8 @@ class _ReportFile:
             view = memoryview(data)
             while view:
                 view = view[os.write(self._fd, view) :]
-            if self._mode is not None:
-                os.fchmod(self._fd, self._mode)
+            if self._mode is not None and hasattr(os, "fchmod"):
+                os.fchmod(self._fd, self._mode)  # the replaced report's permissions
             os.fsync(self._fd)
             os.close(self._fd)
             self._fd = -1
