@@ -593,8 +593,8 @@ def _load_body(
         return None
     # Read the resolved file, checked again now: the link the mapper followed may have changed.
     real = os.path.realpath(path)
-    if not mapper.contains(real):
-        skipped[path] = "leads out of the source root"
+    if not mapper.may_read(real):
+        skipped[path] = "is a link out of the source root to a file that is not Python"
         return None
     try:
         mtime = source_mtime(real, max_bytes)
