@@ -6,7 +6,8 @@
 Used to show that a move of code changes no report: write on the commit before, write on the
 commit after, compare. The traces are the recorded fixtures (tests/data/h200), the real-code set
 (tests/data/realcode/h200) and, where present, the public traces in ../shared/traces/public
-(skipped when absent); the repository's own folder is written as ``<repo>``. Each report is analyzed with the source root its tests use.
+(skipped when absent); the repository's own folder is written as ``<repo>``. Each report is
+analyzed with the source root its tests use.
 """
 
 from __future__ import annotations
