@@ -97,3 +97,13 @@ def test_the_event_count_is_capped_and_reported(tmp_path, monkeypatch) -> None:
     result = load(path, max_events=101)
     assert len(result.trace.gpu) + len(result.trace.host_calls) == 101
     assert kinds(result)["event-cap"] == 101
+
+
+@pytest.mark.parametrize("dur", ["1.797693134862316e+305", "1.7e308"])
+def test_a_duration_that_overflows_in_nanoseconds_is_counted(tmp_path, dur) -> None:
+    """Found by the property test: dur * 1000 is infinite, and round() of it raised."""
+    path = tmp_path / "t.json"
+    event = kernel("k", 1.0, 1.0, 1)
+    text = json.dumps({"traceEvents": [event]}).replace('"ts": 1.0', '"ts": 1000000000000000.0')
+    path.write_text(text.replace('"dur": 1.0', f'"dur": {dur}'))
+    assert kinds(load(path))["bad-duration"] == 1

@@ -81,19 +81,26 @@ def _as_float(value: Any) -> float:
         return math.nan
 
 
+def _rounded_ns(us: float) -> int | None:
+    """Microseconds as integer ns; None where that is not a finite number (1.8e305 µs is)."""
+    ns = us * 1000
+    return round(ns) if math.isfinite(ns) else None
+
+
 def exact_ns(value: Any) -> int | None:
     """Microseconds (number or text) to integer nanoseconds without going through float64."""
     if type(value) is int:
         return value * 1000
     if isinstance(value, float):
-        return round(value * 1000) if math.isfinite(value) else None
+        return _rounded_ns(value)
     if isinstance(value, (str, ExactNumber)):
         text = value.strip()
         sign = -1 if text.startswith("-") else 1
         text = text.lstrip("+-")
         if "e" in text or "E" in text:
             as_float = _as_float(text)
-            return sign * round(as_float * 1000) if math.isfinite(as_float) else None
+            ns = _rounded_ns(as_float)
+            return None if ns is None else sign * ns
         whole, _, frac = text.partition(".")
         if not whole.isdigit() and whole != "":
             return None
