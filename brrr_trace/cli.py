@@ -166,6 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except OSError as error:  # the machine's, not ours: a file vanished, a disk failed or filled
+        if args.debug or os.environ.get("BRRR_TRACE_DEBUG"):
+            traceback.print_exc()
         where = f"{error.filename}: " if error.filename else ""
         _say(f"{where}{error.strerror or error}.")
         return 2
