@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from importlib import resources
 from pathlib import Path
@@ -15,11 +15,28 @@ from pathlib import Path
 from brrr_trace import __version__
 from brrr_trace.errors import BrrrError
 from brrr_trace.options import DEFAULT_EXCLUDED_FILES, AnalysisOptions
+from brrr_trace.output import report_output
+from brrr_trace.render.safe_text import terminal_safe
 
 log = logging.getLogger("brrr_trace")
 
 SAMPLE_NAME = "sample_trace.json.gz"
 _PROGRESS_MIN_BYTES = 32 << 20
+
+
+def _count(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``minimum`` (``--top -1`` printed "(-1 of 2)")."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+
+    return parse
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     analyze.add_argument("--format", choices=("text", "json"), default="text")
     analyze.add_argument("-o", "--output", help="write the report to this file")
-    analyze.add_argument("--top", type=int, default=20, help="lines to show (text format)")
+    analyze.add_argument("--top", type=_count(1), default=20, help="lines to show (text format)")
     analyze.add_argument(
         "--source-root", help="folder the trace's source paths map onto (default: current folder)"
     )
@@ -57,8 +74,11 @@ def _parser() -> argparse.ArgumentParser:
         help="trace paths that are never your line, added to torch and the standard library "
         "(repeatable); their time goes to the line of yours that called them",
     )
-    analyze.add_argument("--device", type=int, help="GPU to report on (default: the busiest)")
-    analyze.add_argument("--rank", type=int, help="rank to report on, for a folder of rank traces")
+    analyze.add_argument("--device", type=_count(0), help="GPU to report on (default: the busiest)")
+    analyze.add_argument(
+        "--rank", type=_count(0), help="rank to report on, for a folder of rank traces"
+    )
+    _add_max_events(analyze)
     analyze.add_argument("--debug", action="store_true", help="print tracebacks of internal errors")
     serve = sub.add_parser("serve", help="run the language server (stdio by default)")
     transport = serve.add_mutually_exclusive_group()
@@ -77,8 +97,9 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("after", help="the trace after")
     diff.add_argument("--format", choices=("text", "json"), default="text")
     diff.add_argument("-o", "--output", help="write the comparison to this file")
-    diff.add_argument("--top", type=int, default=20, help="lines to show (text format)")
+    diff.add_argument("--top", type=_count(1), default=20, help="lines to show (text format)")
     diff.add_argument("--source-root", help="folder the traces' source paths map onto")
+    _add_max_events(diff)
     diff.add_argument("--debug", action="store_true", help="print tracebacks of internal errors")
     record = sub.add_parser(
         "record",
@@ -103,17 +124,26 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_max_events(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-events",
+        type=_count(1),
+        default=AnalysisOptions.max_events,
+        metavar="N",
+        help=f"read at most N events of a trace (default {AnalysisOptions.max_events:,}); "
+        "a bound against inputs that inflate without end",
+    )
+
+
 def sample_trace() -> Path:
     return Path(str(resources.files("brrr_trace") / "data" / SAMPLE_NAME))
 
 
 def _default_traces() -> tuple[list[Path], bool]:
     """The traces in the current folder itself (not below it), else the bundled sample."""
-    here = sorted(
-        p
-        for p in Path.cwd().iterdir()
-        if p.is_file() and p.name.endswith((".json", ".json.gz")) and "trace" in p.name.lower()
-    )
+    from brrr_trace.traces.discovery import traces_in
+
+    here = traces_in(Path.cwd())
     if here:
         return here, False
     return [sample_trace()], True
@@ -131,19 +161,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _diff(args) if args.command == "diff" else _analyze(args)
     except BrrrError as error:
-        print(f"brrr-trace: {error}", file=sys.stderr)
+        _say(str(error))
         return 2
     except KeyboardInterrupt:
         return 130
+    except OSError as error:  # the machine's, not ours: a file vanished, a disk failed or filled
+        if args.debug or os.environ.get("BRRR_TRACE_DEBUG"):
+            traceback.print_exc()
+        where = f"{error.filename}: " if error.filename else ""
+        _say(f"{where}{error.strerror or error}.")
+        return 2
     except Exception as error:  # the last line of defence: one sentence, never a traceback
         if args.debug or os.environ.get("BRRR_TRACE_DEBUG"):
             traceback.print_exc()
-        print(
-            f"brrr-trace: internal error ({type(error).__name__}: {error}). Please report it with "
-            "the trace if you can; rerun with --debug for details.",
-            file=sys.stderr,
+        _say(
+            f"internal error ({type(error).__name__}: {error}). Please report it with "
+            "the trace if you can; rerun with --debug for details."
         )
         return 1
+
+
+def _say(message: str) -> None:
+    """One line on stderr; the message may quote a trace or a file name, so it is neutralised."""
+    print(f"brrr-trace: {terminal_safe(message)}", file=sys.stderr)
 
 
 def _analyze(args: argparse.Namespace) -> int:
@@ -156,8 +196,7 @@ def _analyze(args: argparse.Namespace) -> int:
     if not traces:
         traces, used_sample = _default_traces()
     for trace in traces:
-        if not trace.exists():
-            raise BrrrError(f"{trace}: no such file or folder.")
+        _check_input(trace)
     # The bundled sample was recorded from workloads.py, shipped beside it: its lines resolve.
     source_root = args.source_root or (str(sample_trace().parent) if used_sample else None)
     options = AnalysisOptions(
@@ -167,34 +206,42 @@ def _analyze(args: argparse.Namespace) -> int:
         # The same semantics as the editor's excludeFiles / includeFiles settings.
         excluded_files=DEFAULT_EXCLUDED_FILES + tuple(args.exclude),
         included_files=tuple(args.include),
+        max_events=args.max_events,
     )
-    reports = []
-    for trace in traces:
-        with _progress(trace) as progress:
-            reports.append(analyze(trace, options, progress))
-    if args.format == "json":
-        if len(reports) == 1:
-            out = render_json.render(reports[0])
+    with report_output(args.output, sys.stdout.write) as emit:
+        reports = []
+        for trace in traces:
+            with _progress(trace) as progress:
+                reports.append(analyze(trace, options, progress))
+        if args.format == "json":
+            if len(reports) == 1:
+                out = render_json.render(reports[0])
+            else:
+                out = "[\n" + ",\n".join(render_json.render(r).rstrip() for r in reports) + "\n]\n"
         else:
-            out = "[\n" + ",\n".join(render_json.render(r).rstrip() for r in reports) + "\n]\n"
-    else:
-        color = args.output is None and sys.stdout.isatty()
-        out = "\n".join(render_text.render(r, top=args.top, color=color) for r in reports)
-    if used_sample:
-        print(
-            "brrr-trace: no trace in the current folder; analyzing the bundled sample trace "
-            f"({SAMPLE_NAME}, recorded on an NVIDIA H200).",
-            file=sys.stderr,
-        )
-    _emit(out, args.output)
+            color = args.output is None and sys.stdout.isatty()
+            out = "\n".join(render_text.render(r, top=args.top, color=color) for r in reports)
+        if used_sample:
+            print(
+                "brrr-trace: no trace in the current folder (no .json or .json.gz file that "
+                "reads like a torch.profiler trace); analyzing the bundled sample trace "
+                f"({SAMPLE_NAME}, recorded on an NVIDIA H200). Pass a trace file to analyze it.",
+                file=sys.stderr,
+            )
+        emit(out)
     return 0
 
 
-def _emit(text: str, output: str | None) -> None:
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
+def _check_input(path: Path) -> None:
+    """A missing or unreadable input said in one line before anything is analyzed."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        raise BrrrError(f"{path}: no such file or folder.") from None
+    except OSError as error:
+        raise BrrrError(f"{path}: cannot be read ({error.strerror}).") from None
+    if not os.access(path, os.R_OK | (os.X_OK if path.is_dir() else 0)):
+        raise BrrrError(f"{path}: cannot be read (permission denied).")
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -205,20 +252,20 @@ def _diff(args: argparse.Namespace) -> int:
 
     paths = [Path(args.before), Path(args.after)]
     for path in paths:
-        if not path.exists():
-            raise BrrrError(f"{path}: no such file or folder.")
-    options = AnalysisOptions(source_root=args.source_root)
-    reports = []
-    for path in paths:
-        with _progress(path) as progress:
-            reports.append(analyze(path, options, progress))
-    result = compare(*reports)
-    if args.format == "json":
-        out = render_json.render_diff(result)
-    else:
-        color = args.output is None and sys.stdout.isatty()
-        out = render_text.render_diff(result, top=args.top, color=color)
-    _emit(out, args.output)
+        _check_input(path)
+    options = AnalysisOptions(source_root=args.source_root, max_events=args.max_events)
+    with report_output(args.output, sys.stdout.write) as emit:
+        reports = []
+        for path in paths:
+            with _progress(path) as progress:
+                reports.append(analyze(path, options, progress))
+        result = compare(*reports)
+        if args.format == "json":
+            out = render_json.render_diff(result)
+        else:
+            color = args.output is None and sys.stdout.isatty()
+            out = render_text.render_diff(result, top=args.top, color=color)
+        emit(out)
     return 0
 
 

@@ -73,6 +73,16 @@ class AnalysisOptions:
     # An op may beat its roofline bound by this much (clock and rounding noise) before the
     # model is said not to explain it.
     roofline_slack: float = 0.0
+    # Bounds on what a trace can make the loader do. The public traces' longest name is 5.1 k
+    # characters (a templated kernel); names are cut at 16 k, so that the per-name regexes of
+    # the analyzers cost a bounded time (an 8 MB name took 13 s). Events: the 1 GB benchmark
+    # trace has 4.0 M; 20 M (a 5 GB trace, ~5 GB of memory) is read, more is cut with a problem,
+    # so that a 3 MB gzip that inflates to 100 M events cannot take the machine.
+    max_name_chars: int = 16_384
+    max_events: int = 20_000_000
+    # A source file larger than this is not read (its lines stay at def-line precision): the
+    # largest hand-written Python files are a few hundred KB, and a trace may name any file.
+    max_source_bytes: int = 4 << 20
     excluded_files: tuple[str, ...] = DEFAULT_EXCLUDED_FILES
     included_files: tuple[str, ...] = ()
     source_root: str | None = None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import os
 import re
 from pathlib import Path
@@ -36,6 +35,7 @@ from brrr_trace.report import (
     TraceInfo,
 )
 from brrr_trace.traces import find_traces, load
+from brrr_trace.traces.files import read_head
 from brrr_trace.traces.model import NO_ID, LoadResult, Trace
 from brrr_trace.traces.reader import ProgressFn
 from brrr_trace.vocabulary import IdleCause, Regime
@@ -57,26 +57,33 @@ def analyze(
     """Load a trace file (or a folder of rank traces) and analyze it into a ``Report``."""
     options = options or AnalysisOptions()
     path, ranks = _pick_file(Path(source), options)
-    loaded = load(path, progress)
+    loaded = load(path, progress, options.max_events, options.max_name_chars)
     return analyze_loaded(loaded, options, ranks)
 
 
 def _pick_file(source: Path, options: AnalysisOptions) -> tuple[Path, tuple[int, ...]]:
-    if not source.is_dir():
-        return source, ()
-    files = find_traces(source)
+    files = find_traces(source) if source.is_dir() else [source]
     if not files:
         raise NotATraceError(
-            f"{source}: no trace files (*.pt.trace.json[.gz], *trace*.json) in it."
+            f"{source}: no trace in it (*.pt.trace.json[.gz], or a .json[.gz] file that reads "
+            "like a torch.profiler trace)."
         )
-    if len(files) == 1:
+    if len(files) == 1 and options.rank is None:
         return files[0], ()
     ranks = _ranks_by_file(files)
     if options.rank is not None:
         for file, rank in ranks.items():
             if rank == options.rank:
-                return file, tuple(sorted(ranks.values()))
-        raise NotATraceError(f"{source}: no trace of rank {options.rank} in it.")
+                return file, tuple(sorted(ranks.values())) if len(files) > 1 else ()
+        present = sorted(set(ranks.values()))
+        if len(files) == 1:
+            raise NotATraceError(
+                f"{files[0]}: is the trace of rank {present[0]} only, not of rank "
+                f"{options.rank}; --rank chooses among the traces of a folder of rank traces."
+            )
+        raise NotATraceError(
+            f"{source}: no trace of rank {options.rank} in it (ranks present: {present})."
+        )
     first = min(ranks, key=lambda f: (ranks[f], str(f)))
     return first, tuple(sorted(set(ranks.values())))
 
@@ -86,12 +93,7 @@ def _ranks_by_file(files: list[Path]) -> dict[Path, int]:
     pattern = re.compile(rb'"distributedInfo"\s*:\s*\{[^}]*?"rank"\s*:\s*(\d+)')
     ranks = {}
     for index, file in enumerate(files):
-        try:
-            opener = gzip.open if file.name.endswith(".gz") else open
-            with opener(file, "rb") as handle:
-                head = handle.read(1 << 20)
-        except OSError:
-            head = b""
+        head = read_head(str(file), 1 << 20)
         match = pattern.search(head)
         ranks[file] = int(match.group(1)) if match else index
     return ranks
@@ -252,7 +254,8 @@ def analyze_loaded(
         lines=tuple(lines),
         findings=findings,
         problems=tuple(ProblemReport(p.kind, p.count, p.detail) for p in loaded.problems)
-        + _roofline_problems(classes),
+        + _roofline_problems(classes)
+        + _source_problems({**mapper.refused, **locator.skipped_sources}, options),
         notes=tuple(notes),
         steps=steps,
     )
@@ -269,6 +272,24 @@ def _roofline_problems(classes: OpClasses) -> tuple[ProblemReport, ...]:
             f"{count} GPU op(s), {ns / 1e6:.2f} ms in all, ran faster than the device's peak "
             "allows for the FLOPs and bytes their shapes imply (data served from cache, or a "
             "byte count the model overestimates); their rates are left out of the lines",
+        ),
+    )
+
+
+def _source_problems(
+    skipped: dict[str, str], options: AnalysisOptions
+) -> tuple[ProblemReport, ...]:
+    if not skipped:
+        return ()
+    shown = ", ".join(f"{path} ({why})" for path, why in sorted(skipped.items())[:3])
+    more = " …" if len(skipped) > 3 else ""
+    return (
+        ProblemReport(
+            "source-skipped",
+            len(skipped),
+            f"source files not read: {shown}{more}; only regular files of at most "
+            f"{options.max_source_bytes >> 20} MiB inside the source root are read, so their "
+            "lines stay at the precision the trace alone gives",
         ),
     )
 

@@ -6,6 +6,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -88,3 +89,115 @@ def test_any_list_of_event_like_objects_loads_without_raising(events: list[dict]
             assert "none of its events could be read" in str(error)
             return
     assert len(result.trace.gpu) <= len(events)
+
+
+# -- the command line over hostile input: exit 0 or 2, one line at most, never a traceback --------
+
+CONTROL_TEXT = st.text(
+    st.sampled_from([*"ab.py(1): []/", "\x1b", "\x9b", "\u202e", "\x00", "\n", "é"]),
+    max_size=12,
+)
+hostile_event = st.fixed_dictionaries(
+    {
+        "ph": st.sampled_from(["X", "M", "B", None]),
+        "cat": st.sampled_from(["kernel", "cpu_op", "python_function", "cuda_runtime", "x"]),
+        "name": CONTROL_TEXT,
+        "pid": st.integers(-2, 2),
+        "tid": st.integers(-2, 2),
+        "ts": st.one_of(
+            st.floats(allow_nan=False, allow_infinity=False),
+            st.integers(-(1 << 64), 1 << 64),
+            st.sampled_from([9.3e15, 1.7e15 + 0.5, -1.0]),
+        ),
+        "dur": st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(-5, 10**18)),
+        "args": st.dictionaries(
+            st.sampled_from(["correlation", "device", "stream", "Call stack", "grid"]),
+            json_values,
+            max_size=3,
+        ),
+    }
+)
+PREFIXES = [b"", b"\x1f\x8b", b'{"traceEvents": [', b"[", b"PK\x03\x04", b"\xef\xbb\xbf{"]
+
+
+def run_cli(path: Path, *flags: str) -> tuple[int, str, str]:
+    """brrr-trace analyze in-process, with its stdout and stderr."""
+    import contextlib
+    import io
+
+    from brrr_trace.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["analyze", str(path), "--source-root", str(path.parent), *flags])
+    return code, out.getvalue(), err.getvalue()
+
+
+def assert_user_facing(code: int, out: str, err: str) -> None:
+    assert code in (0, 2), err
+    assert "Traceback" not in err and "internal error" not in err, err
+    if code == 2:
+        assert err.count("\n") == 1, err
+    for raw in ("\x1b", "\x9b", "\u202e"):
+        assert raw not in out and raw not in err
+
+
+def write_and_run(data: bytes, name: str, *flags: str) -> tuple[int, str, str]:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / name
+        path.write_bytes(data)
+        return run_cli(path, *flags)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(PREFIXES), st.binary(max_size=200), st.booleans())
+def test_any_bytes_get_a_report_or_one_clear_line(prefix: bytes, body: bytes, zipped: bool):
+    import gzip
+
+    data = prefix + body
+    if zipped:
+        data = gzip.compress(data)[: max(2, len(data) // 2)]  # often cut short, too
+    assert_user_facing(*write_and_run(data, "t.json.gz" if zipped else "t.json"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(json_values, st.sampled_from(["text", "json"]))
+def test_any_json_value_gets_a_report_or_one_clear_line(value, fmt: str) -> None:
+    data = json.dumps(value).encode()
+    assert_user_facing(*write_and_run(data, "t.json", "--format", fmt))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(hostile_event, max_size=10), st.sampled_from(["text", "json"]), st.booleans())
+def test_any_event_list_gets_a_report_or_one_clear_line(events, fmt: str, twice: bool) -> None:
+    doc = json.dumps({"traceEvents": events})
+    if twice:  # a repeated traceEvents key
+        doc = doc[:-1] + ', "traceEvents": ' + json.dumps(events[::-1]) + "}"
+    code, out, err = write_and_run(doc.encode(), "t.json", "--format", fmt, "--max-events", "8")
+    assert_user_facing(code, out, err)
+    if code == 0 and fmt == "json":
+        json.loads(out)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03",
+        b'{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 9300000000000000.5, "dur": 1}',
+        b"PK\x03\x04" + bytes(range(256)),
+    ],
+)
+def test_hostile_bytes_in_a_fresh_process_end_in_bounded_time(tmp_path: Path, data: bytes):
+    import subprocess
+    import sys
+
+    path = tmp_path / "t.json"
+    path.write_bytes(data)
+    done = subprocess.run(
+        [sys.executable, "-m", "brrr_trace", "analyze", str(path), "--source-root", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,  # generous: fails only on a hang
+    )
+    assert_user_facing(done.returncode, done.stdout, done.stderr)

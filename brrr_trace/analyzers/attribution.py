@@ -26,6 +26,7 @@ from brrr_trace.analyzers.frames import (
 )
 from brrr_trace.analyzers.intervals import NONE, Innermost
 from brrr_trace.analyzers.paths import PathMapper
+from brrr_trace.analyzers.safe_read import SourceSkipped, source_mtime
 from brrr_trace.analyzers.source import Body, Observed, find_body, frame_function, observe
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.brrr_fields import LINE_ANNOTATION_PREFIX
@@ -55,6 +56,7 @@ class Locator:
         self._children: dict[int, _Children] = {}
         self._alignments: dict[tuple[Any, ...], tuple[int | None, ...]] = {}
         self._bodies: dict[int, Body | None] = {}
+        self.skipped_sources: dict[str, str] = {}  # source files not read, and why
         self._observed: dict[tuple[int, bool, tuple[str, ...]], Observed] = {}
         self._thread_events: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._traced: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
@@ -324,7 +326,9 @@ class Locator:
         body = None
         parsed = parse_frame(self.trace.strings[name_id])
         if parsed is not None and self.mapper is not None:
-            body = _load_body(parsed, self.mapper)
+            body = _load_body(
+                parsed, self.mapper, self.options.max_source_bytes, self.skipped_sources
+            )
         self._bodies[name_id] = body
         return body
 
@@ -580,17 +584,29 @@ def _compiled_frames(trace: Trace, user: np.ndarray) -> np.ndarray:
     return out
 
 
-def _load_body(frame: FrameName, mapper: PathMapper) -> Body | None:
+def _load_body(
+    frame: FrameName, mapper: PathMapper, max_bytes: int, skipped: dict[str, str]
+) -> Body | None:
+    """The body of the frame's function, read only from a file the mapper admits; a file that
+    cannot be read safely is noted in ``skipped`` (path -> why)."""
     if frame.function.startswith("<") and frame.function != "<module>":
         return None  # lambdas and comprehensions: the frame's own line is already the statement
     path = mapper.map(frame.file)
     if path is None:
         return None
-    try:
-        mtime = os.stat(path).st_mtime_ns
-    except OSError:
+    # Read the resolved file, checked again now: the link the mapper followed may have changed.
+    real = os.path.realpath(path)
+    if not mapper.may_read(real):
+        skipped[path] = "is a link out of the source root to a file that is not Python"
         return None
-    return find_body(path, mtime, frame.line, frame.function)
+    try:
+        mtime = source_mtime(real, max_bytes)
+        return find_body(real, mtime, frame.line, frame.function, max_bytes)
+    except SourceSkipped as skip:
+        skipped[path] = skip.reason
+    except OSError:
+        pass
+    return None
 
 
 def _line_near(

@@ -7,6 +7,7 @@ from pathlib import Path
 
 _SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", ".tox", "build", "dist"}
 _MAX_FILES = 200_000
+PYTHON_FILES = (".py", ".pyw")
 
 
 def _is_windows_abs(path: str) -> bool:
@@ -19,6 +20,13 @@ class PathMapper:
     def __init__(self, root: str | None, mappings: tuple[tuple[str, str], ...] = ()) -> None:
         self.root = Path(root).resolve() if root else None
         self.mappings = tuple(mappings)
+        # The folders whose files may be read: the root and the targets of the mappings, links
+        # resolved (``allowed``), and as written (``_named``: a path is judged before its links).
+        folders = [local for _, local in self.mappings] + ([root] if root else [])
+        self.allowed = tuple(Path(folder).resolve() for folder in folders)
+        self._named = self.allowed + tuple(Path(os.path.abspath(f)) for f in folders)
+        # Trace paths whose file exists but was refused, and why (reported as a problem).
+        self.refused: dict[str, str] = {}
         self._by_name: dict[str, list[str]] = {}
         self._cache: dict[str, str | None] = {}
         if self.root is not None and self.root.is_dir():
@@ -39,6 +47,8 @@ class PathMapper:
         if trace_path in self._cache:
             return self._cache[trace_path]
         found = self._map(trace_path)
+        if found is not None and not self._admit(found):
+            found = None
         self._cache[trace_path] = found
         return found
 
@@ -50,17 +60,45 @@ class PathMapper:
                 if os.path.isfile(candidate):
                     return os.path.abspath(candidate)
         # An absolute path counts only under the source root: a trace may name any file here.
-        if os.path.isabs(normalized) and self._inside(normalized) and os.path.isfile(normalized):
+        if (
+            os.path.isabs(normalized)
+            and self._named_inside(normalized)
+            and os.path.isfile(normalized)
+        ):
             return normalized
         return self._by_suffix(normalized)
 
-    def _inside(self, path: str) -> bool:
-        if self.root is None:
+    def _admit(self, local: str) -> bool:
+        """A trace may name any file. Only Python files named inside an allowed folder are read
+        (a mapping's ``..`` climbs out of it), and a link among them only to a Python file (a
+        module shared between checkouts, a Bazel runfiles tree), never to /etc/passwd, a key,
+        /proc/self/environ or a device."""
+        if not local.lower().endswith(PYTHON_FILES):
             return False
+        if not self._named_inside(local):
+            self.refused[local] = "lies outside the source root"
+            return False
+        if not self.may_read(os.path.realpath(local)):
+            self.refused[local] = "is a link out of the source root to a file that is not Python"
+            return False
+        return True
+
+    def _named_inside(self, path: str) -> bool:
+        lexical = Path(os.path.abspath(path))  # ``..`` collapsed, links not followed
+        return any(lexical.is_relative_to(folder) for folder in self._named) or self.contains(path)
+
+    def contains(self, path: str) -> bool:
+        """Whether ``path``, links resolved, lies in the source root or a mapping's target."""
         try:
-            return Path(path).resolve().is_relative_to(self.root)
+            real = Path(os.path.realpath(path))
+            return any(real.is_relative_to(folder) for folder in self.allowed)
         except (OSError, ValueError):
             return False
+
+    def may_read(self, real: str) -> bool:
+        """Whether a file, links already resolved, may be read: it lies in an allowed folder,
+        or it is Python source that a link inside one leads to."""
+        return real.lower().endswith(PYTHON_FILES) or self.contains(real)
 
     def _by_suffix(self, normalized: str) -> str | None:
         parts = normalized.split("/")

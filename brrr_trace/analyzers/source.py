@@ -16,6 +16,9 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from brrr_trace.analyzers.safe_read import read_source
+from brrr_trace.options import AnalysisOptions
+
 # Operators -> the ATen op names they can dispatch to (leaf names, no namespace/overload).
 _BINOP: dict[type, frozenset[str]] = {
     ast.Add: frozenset({"add", "cat"}),
@@ -410,18 +413,26 @@ def _callee(func: ast.expr) -> tuple[str | None, bool]:
 
 
 @lru_cache(maxsize=256)
-def _parse(path: str, mtime_ns: int) -> ast.Module | None:
+def _parse(path: str, mtime_ns: int, max_bytes: int) -> ast.Module | None:
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return ast.parse(handle.read(), filename=path)
-    except (OSError, SyntaxError, ValueError, RecursionError):
+        return ast.parse(read_source(path, max_bytes), filename=path)
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 
 @lru_cache(maxsize=4096)
-def find_body(path: str, mtime_ns: int, def_line: int, function: str) -> Body | None:
-    """The body of the function a frame names: ``def`` (or first decorator) at ``def_line``."""
-    tree = _parse(path, mtime_ns)
+def find_body(
+    path: str,
+    mtime_ns: int,
+    def_line: int,
+    function: str,
+    max_bytes: int = AnalysisOptions.max_source_bytes,
+) -> Body | None:
+    """The body of the function a frame names: ``def`` (or first decorator) at ``def_line``.
+
+    ``path`` must be one the path mapper admitted; the read itself refuses what is not a regular
+    file of at most ``max_bytes`` (``safe_read.SourceSkipped``)."""
+    tree = _parse(path, mtime_ns, max_bytes)
     if tree is None:
         return None
     return _body_of(tree, def_line, function)

@@ -7,6 +7,7 @@ from typing import Any
 import msgspec
 
 from brrr_trace.diff import Diff
+from brrr_trace.render.safe_text import json_safe
 from brrr_trace.report import Finding, LineReport, Report
 
 
@@ -159,9 +160,15 @@ def diff_to_dict(diff: Diff) -> dict[str, Any]:
     }
 
 
+def _dump(doc: dict[str, Any]) -> str:
+    # The encoder escapes C0 controls; C1 and bidi controls it leaves raw, and this JSON may
+    # well be printed to a terminal.
+    return json_safe(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode()) + "\n"
+
+
 def render_diff(diff: Diff) -> str:
-    return msgspec.json.format(msgspec.json.encode(diff_to_dict(diff)), indent=2).decode() + "\n"
+    return _dump(diff_to_dict(diff))
 
 
 def render(report: Report) -> str:
-    return msgspec.json.format(msgspec.json.encode(to_dict(report)), indent=2).decode() + "\n"
+    return _dump(to_dict(report))

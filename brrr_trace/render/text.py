@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from brrr_trace.diff import Diff
+from brrr_trace.render.safe_text import terminal_safe
 from brrr_trace.report import LineReport, Report
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
@@ -31,6 +32,16 @@ def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "–"
 
 
+def _plain(text: str, style: str = "") -> Text:
+    """Trace text as a rich Text: no markup is parsed, no control character reaches the screen."""
+    return Text(terminal_safe(text), style=style)
+
+
+def _markup(text: str) -> str:
+    """Trace text to embed in a markup string: neutralised, and ``[`` escaped."""
+    return escape(terminal_safe(text))
+
+
 def _line_label(line: LineReport) -> str:
     if line.precision is Precision.OP:
         return "(no Python stack)" if line.file == "<ops>" else line.file
@@ -43,11 +54,11 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
         file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False
     )
     t, s = report.trace, report.summary
-    console.print(Text(f"brrr-trace {report.tool_version} · {t.path}", style="bold"))
+    console.print(_plain(f"brrr-trace {report.tool_version} · {t.path}", "bold"))
     for device in t.devices:
         name = device.name or "unknown GPU"
         peak = "" if device.peak else " (peak unknown)"
-        console.print(Text(f"GPU {device.id}: {name}{peak}"))
+        console.print(_plain(f"GPU {device.id}: {name}{peak}"))
     if s.gpu_utilization is None:
         console.print(
             "No GPU activity in this trace: CPU time by line only (no GPU regime is claimed)."
@@ -91,16 +102,17 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
         console.print(Text("Top fixes", style="bold"))
         for finding in report.findings[:top]:
             console.print(
-                f"  {escape(finding.file)}:{finding.line} [bold]{escape(finding.rule)}[/] "
-                f"saves ~{fmt_time(finding.est_savings_ns)}: {escape(finding.message)}. "
-                f"Fix: {escape(finding.fix)}"
+                f"  {_markup(finding.file)}:{finding.line} [bold]{_markup(finding.rule)}[/] "
+                f"saves ~{fmt_time(finding.est_savings_ns)}: {_markup(finding.message)}. "
+                f"Fix: {_markup(finding.fix)}"
             )
     for problem in report.problems:
         console.print(
-            f"[yellow]Problem[/] {escape(problem.kind)} ({problem.count}): {escape(problem.detail)}"
+            f"[yellow]Problem[/] {_markup(problem.kind)} ({problem.count}): "
+            f"{_markup(problem.detail)}"
         )
     for note in report.notes:
-        console.print(f"[dim]Note: {escape(note)}[/]")
+        console.print(f"[dim]Note: {_markup(note)}[/]")
     return buffer.getvalue()
 
 
@@ -135,7 +147,7 @@ def _cpu_lines_table(console: Console, report: Report, top: int) -> None:
     for rank, line in enumerate(report.lines[:top], start=1):
         table.add_row(
             str(rank),
-            Text(f"{_line_label(line)} {line.function}{_MARKER[line.precision]}"),
+            _plain(f"{_line_label(line)} {line.function}{_MARKER[line.precision]}"),
             str(line.precision),
             fmt_time(line.cpu_ns),
             _pct(line.cpu_ns, total),
@@ -159,7 +171,7 @@ def _lines_table(console: Console, report: Report, top: int) -> None:
         regime = line.regime or Regime.OVERHEAD  # a GPU trace's lines always have one
         table.add_row(
             str(rank),
-            Text(f"{_line_label(line)} {line.function}{_MARKER[line.precision]}"),
+            _plain(f"{_line_label(line)} {line.function}{_MARKER[line.precision]}"),
             Text(str(regime), style=_REGIME_STYLE[regime]),
             fmt_time(line.total_ns),
             _pct(line.total_ns, span),
@@ -209,7 +221,7 @@ def render_diff(diff: Diff, top: int = 20, color: bool = True, width: int = 130)
     )
     b, a = diff.span_before_ns, diff.span_after_ns
     console.print(
-        Text(f"brrr-trace diff · {diff.before.trace.path} → {diff.after.trace.path}", style="bold")
+        _plain(f"brrr-trace diff · {diff.before.trace.path} → {diff.after.trace.path}", "bold")
     )
     change = f"{100 * (a - b) / b:+.1f}%" if b else "–"
     console.print(f"Span {fmt_time(b)} → {fmt_time(a)} ({change})")
@@ -233,22 +245,23 @@ def render_diff(diff: Diff, top: int = 20, color: bool = True, width: int = 130)
     for c in diff.lines[:top]:
         regimes = " → ".join(str(r.regime) for r in (c.before, c.after) if r is not None)
         table.add_row(
-            Text(f"{c.file}:{c.line} {c.function}"),
+            _plain(f"{c.file}:{c.line} {c.function}"),
             fmt_time(c.before_ns) if c.before else "–",
             fmt_time(c.after_ns) if c.after else "–",
             ("+" if c.delta_ns > 0 else "−" if c.delta_ns < 0 else "") + fmt_time(abs(c.delta_ns)),
             regimes,
             f"{c.work_ratio:.1f}" if c.work_ratio else "",
-            Text(c.verdict or c.why_no_verdict or ""),
+            _plain(c.verdict or c.why_no_verdict or ""),
         )
     console.print(table)
     for finding in diff.resolved:
         console.print(
-            f"[green]Resolved[/] {finding.rule} at {finding.file}:{finding.line} "
+            f"[green]Resolved[/] {_markup(finding.rule)} at {_markup(finding.file)}:{finding.line} "
             f"(estimated {fmt_time(finding.est_savings_ns)})"
         )
     for finding in diff.new:
         console.print(
-            f"[yellow]New[/] {finding.rule} at {finding.file}:{finding.line}: {finding.message}"
+            f"[yellow]New[/] {_markup(finding.rule)} at {_markup(finding.file)}:{finding.line}: "
+            f"{_markup(finding.message)}"
         )
     return buffer.getvalue()

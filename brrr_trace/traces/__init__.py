@@ -7,12 +7,13 @@ that is not a trace at all raises ``NotATraceError``; everything else is loaded 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 
 from brrr_trace.errors import NotATraceError
+from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.columns import Columns
+from brrr_trace.traces.discovery import find_traces
 from brrr_trace.traces.events import DecodeStats, decode_batch
 from brrr_trace.traces.model import (
     GPU_KERNEL,
@@ -45,40 +46,34 @@ __all__ = [
 ]
 
 
-def find_traces(folder: str | os.PathLike[str]) -> list[Path]:
-    """Trace files in a folder (a TensorBoard log dir or a folder of rank traces), sorted."""
-    root = Path(folder)
-    preferred = sorted(
-        p
-        for p in root.rglob("*")
-        if p.is_file() and p.name.endswith((".pt.trace.json", ".pt.trace.json.gz"))
-    )
-    if preferred:
-        return preferred
-    return sorted(
-        p
-        for p in root.iterdir()
-        if p.is_file() and p.name.endswith((".json", ".json.gz")) and "trace" in p.name.lower()
-    )
+def load(
+    path: str | os.PathLike[str],
+    progress: ProgressFn | None = None,
+    max_events: int = AnalysisOptions.max_events,
+    max_name_chars: int = AnalysisOptions.max_name_chars,
+) -> LoadResult:
+    """Load one trace file (.json or .json.gz, object or legacy array format).
 
-
-def load(path: str | os.PathLike[str], progress: ProgressFn | None = None) -> LoadResult:
-    """Load one trace file (.json or .json.gz, object or legacy array format)."""
+    At most ``max_events`` events are read and names are cut to ``max_name_chars``: a small
+    gzip can inflate to any number of events, and one name to megabytes (README, Security)."""
     path = os.fspath(path)
     name = os.path.basename(path)
-    if os.path.isdir(path):
-        raise NotATraceError(f"{name}: is a folder; pass one of its trace files.")
-    try:
-        os.stat(path)
-    except OSError as error:
-        raise NotATraceError(f"{name}: cannot be read ({error.strerror}).") from None
     state = ReadState()
     stats = DecodeStats()
     columns: Columns | None = None
+    capped = False
     for run in iter_event_runs(path, state, progress):
         if columns is None:
-            columns = Columns(exact=state.exact_timestamps)
-        columns.add(decode_batch(run, state.exact_timestamps, stats))
+            columns = Columns(exact=state.exact_timestamps, max_name_chars=max_name_chars)
+        events = decode_batch(run, state.exact_timestamps, stats)
+        room = max_events - columns.events
+        if len(events) >= room:
+            capped = len(events) > room
+            columns.add(events[:room])
+            if capped:
+                break  # closes the file: nothing after the cap is read
+        else:
+            columns.add(events)
     if columns is None:
         columns = Columns(exact=False)
     if columns.events == 0 and stats.unparseable and not state.legacy_array:
@@ -99,6 +94,15 @@ def load(path: str | os.PathLike[str], progress: ProgressFn | None = None) -> Lo
         **tables,
     )
     problems = _reader_problems(state, stats) + columns.problems() + _integrity_problems(trace)
+    if capped:
+        problems.append(
+            Problem(
+                "event-cap",
+                max_events,
+                f"the trace has more than {max_events:,} events; only the first {max_events:,} "
+                "were read (--max-events, AnalysisOptions.max_events, reads more)",
+            )
+        )
     if columns.events == 0:
         problems.append(Problem("empty-trace", 1, "the trace has no events"))
     return LoadResult(trace=trace, problems=tuple(problems))
@@ -111,8 +115,19 @@ def _reader_problems(state: ReadState, stats: DecodeStats) -> list[Problem]:
             Problem(
                 "truncated",
                 1,
-                "the file ends in the middle of an event (the profiled process was probably "
-                "killed); events up to the last whole one were read",
+                f"{state.damage}; events up to the last whole one before it were read"
+                if state.damage
+                else "the file ends in the middle of an event (the profiled process was "
+                "probably killed); events up to the last whole one were read",
+            )
+        )
+    if state.repeated_events_keys:
+        found.append(
+            Problem(
+                "repeated-key",
+                state.repeated_events_keys,
+                '"traceEvents" appears more than once (a JSON reader keeps only the last list); '
+                "the events of every list were read",
             )
         )
     if state.header_unreadable:

@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.events import ExactNumber
 from brrr_trace.traces.model import (
     GPU_KERNEL,
@@ -44,7 +45,11 @@ _TABLE_OF_CATEGORY = {
     "gpu_user_annotation": _GPU_SPAN,
 }
 
-_MAX_ABS_US = 1e16  # ~317 years of microseconds: anything larger is garbage, not time
+# Times are int64 nanoseconds. A start or end at or past 2**62 ns (the year 2116 in epoch
+# microseconds) is garbage, not time, and bounding both there leaves room for their sums and
+# differences: 9.3e15 µs used to overflow (exact path) or wrap silently (float path).
+_MAX_ABS_NS = 1 << 62
+_MAX_ABS_US = _MAX_ABS_NS / 1000
 
 
 _INT64_MAX = (1 << 63) - 1
@@ -76,21 +81,30 @@ def _as_float(value: Any) -> float:
         return math.nan
 
 
+def _rounded_ns(us: float) -> int | None:
+    """Microseconds as integer ns; None where that is not a finite number (1.8e305 µs is)."""
+    ns = us * 1000
+    return round(ns) if math.isfinite(ns) else None
+
+
 def exact_ns(value: Any) -> int | None:
     """Microseconds (number or text) to integer nanoseconds without going through float64."""
     if type(value) is int:
         return value * 1000
     if isinstance(value, float):
-        return round(value * 1000) if math.isfinite(value) else None
+        return _rounded_ns(value)
     if isinstance(value, (str, ExactNumber)):
         text = value.strip()
         sign = -1 if text.startswith("-") else 1
         text = text.lstrip("+-")
         if "e" in text or "E" in text:
             as_float = _as_float(text)
-            return None if math.isnan(as_float) else sign * round(as_float * 1000)
+            ns = _rounded_ns(as_float)
+            return None if ns is None else sign * ns
         whole, _, frac = text.partition(".")
         if not whole.isdigit() and whole != "":
+            return None
+        if len(whole) > 20:  # out of range anyway, and int() refuses very long digit strings
             return None
         if frac and not frac.isdigit():
             return None
@@ -114,8 +128,10 @@ def _triple(value: Any) -> tuple[int, int, int]:
 class Columns:
     """Accumulates events table by table; ``finish`` sorts them into numpy arrays."""
 
-    def __init__(self, exact: bool) -> None:
+    def __init__(self, exact: bool, max_name_chars: int = AnalysisOptions.max_name_chars) -> None:
         self.exact = exact
+        self.max_name_chars = max_name_chars
+        self.long_names = 0
         self.strings: list[str] = []
         self._string_ids: dict[str, int] = {}
         self.values: list[bytes] = []
@@ -147,12 +163,27 @@ class Columns:
         self.s_ts, self.s_dur = array(time_code), array(time_code)
         self.skipped_categories: dict[str, int] = {}
         self.bad_times = 0
+        self.bad_durations = 0
         self.negative_durations = 0
         self.events = 0
 
     def intern(self, text: Any) -> int:
+        """The id of an event name; a name longer than ``max_name_chars`` is kept cut there, so
+        that what every analyzer does per name (regexes, prefix tests) costs a bounded time."""
         if not isinstance(text, str):
             text = "" if text is None else str(text)
+        ids = self._string_ids
+        found = ids.get(text)
+        if found is None:
+            found = ids[text] = len(self.strings)
+            if len(text) > self.max_name_chars:
+                self.long_names += 1
+                text = text[: self.max_name_chars] + "…"
+            self.strings.append(text)
+        return found
+
+    def _intern_whole(self, text: str) -> int:
+        """A legacy "Call stack": many frames in one string, split later, so never cut."""
         ids = self._string_ids
         found = ids.get(text)
         if found is None:
@@ -180,7 +211,7 @@ class Columns:
 
     def _exact_time(self, value: Any) -> int | None:
         ns = exact_ns(value)
-        return ns if ns is not None and abs(ns) < _MAX_ABS_US * 1000 else None
+        return ns if ns is not None and abs(ns) < _MAX_ABS_NS else None
 
     def add(self, events: list[Any]) -> None:
         table_of = _TABLE_OF_CATEGORY
@@ -211,6 +242,7 @@ class Columns:
                     self.bad_times += 1
                     continue
                 if dur is None:
+                    self.bad_durations += ev.dur is not None  # a missing dur is a 0 one
                     dur = 0
             key = (ev.pid, ev.tid)
             name = ev.name
@@ -244,7 +276,8 @@ class Columns:
                     self.c_types.append(self._value(args.input_types))
                     self.c_concrete.append(self._value(args.concrete_inputs))
                     stack = args.call_stack
-                    self.c_stack.append(intern(stack) if isinstance(stack, str) else NO_ID)
+                    whole = self._intern_whole
+                    self.c_stack.append(whole(stack) if isinstance(stack, str) else NO_ID)
             elif table == _HOST:
                 self.h_thread.append(thread(*key))
                 self.h_name.append(intern(name))
@@ -323,13 +356,21 @@ class Columns:
             length = np.asarray(dur, dtype=np.int64)
             negative = length < 0
             self.negative_durations += int(np.count_nonzero(negative))
-            return start, start + np.where(negative, 0, length), np.ones(len(start), dtype=bool)
+            length = np.where(negative, 0, length)
+            # Both below 2**62 (``_exact_time``): the sum cannot overflow, only pass the bound.
+            past = start + length >= _MAX_ABS_NS
+            self.bad_durations += int(np.count_nonzero(past))
+            length = np.where(past, 0, length)
+            return start, start + length, np.ones(len(start), dtype=bool)
         t = np.asarray(ts, dtype=np.float64)
         d = np.asarray(dur, dtype=np.float64)
         valid = np.isfinite(t) & (np.abs(t) < _MAX_ABS_US)
         self.bad_times += int(len(t) - np.count_nonzero(valid))
         t = np.where(valid, t, 0.0)
-        d = np.where(np.isfinite(d) & (d < _MAX_ABS_US), d, 0.0)
+        with np.errstate(invalid="ignore"):
+            usable = np.isfinite(d) & (t + np.maximum(d, 0.0) < _MAX_ABS_US)
+        self.bad_durations += int(np.count_nonzero(valid & ~usable))
+        d = np.where(usable, d, 0.0)
         negative = d < 0
         self.negative_durations += int(np.count_nonzero(negative))
         d = np.where(negative, 0.0, d)
@@ -428,6 +469,24 @@ class Columns:
                     "bad-timestamp",
                     self.bad_times,
                     "events whose ts is missing, not a number or out of range were dropped",
+                )
+            )
+        if self.long_names:
+            found.append(
+                Problem(
+                    "long-name",
+                    self.long_names,
+                    f"names longer than {self.max_name_chars:,} characters were cut there "
+                    "(AnalysisOptions.max_name_chars)",
+                )
+            )
+        if self.bad_durations:
+            found.append(
+                Problem(
+                    "bad-duration",
+                    self.bad_durations,
+                    "events whose dur is not a number or ends past the year 2116 were kept "
+                    "with a duration of 0",
                 )
             )
         if self.negative_durations:

@@ -8,17 +8,18 @@ events cut at object boundaries, a few MiB at a time, so the file is never held 
 from __future__ import annotations
 
 import contextlib
-import gzip
 import os
 import re
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any, BinaryIO
 
 import msgspec
 
 from brrr_trace.errors import NotATraceError
+from brrr_trace.traces.files import open_stream
+from brrr_trace.traces.formats import describe
+from brrr_trace.traces.gunzip import LenientGunzip
 
 CHUNK_BYTES = 16 << 20
 HEADER_SEARCH_BYTES = 64 << 20
@@ -41,6 +42,9 @@ class ReadState:
     truncated: bool = False
     header_unreadable: bool = False
     uncompressed_bytes: int = 0
+    # Why the data ended early besides a cut in the JSON (damaged gzip, a read error).
+    damage: str | None = None
+    repeated_events_keys: int = 0  # "traceEvents" lists after the first
     # When the header is longer than one chunk: the bytes after "traceEvents": [.
     events_head: bytes | None = None
     # The top-level keys as their JSON text, in file order, before and after traceEvents: for a
@@ -51,23 +55,19 @@ class ReadState:
     after_events_unreadable: bool = False
 
 
-def _open(path: str) -> tuple[IO[bytes], IO[bytes]]:
-    raw = open(path, "rb")  # noqa: SIM115 - closed by the caller through the returned handle
-    magic = raw.read(2)
-    raw.seek(0)
-    if magic == b"\x1f\x8b":
-        return raw, gzip.GzipFile(fileobj=raw, mode="rb")
-    return raw, raw
-
-
-def _read(stream: IO[bytes], size: int) -> bytes:
+def _read(stream: BinaryIO | LenientGunzip, size: int) -> bytes:
+    """Up to ``size`` bytes; a read error or damaged gzip data ends the data (``_damage``)."""
     try:
         return stream.read(size)
-    except (OSError, EOFError, zlib.error) as error:
-        raise _GzipBroken(str(error)) from error
+    except OSError as error:
+        raise _ReadBroken(error.strerror or str(error)) from error
 
 
-class _GzipBroken(Exception):
+def _damage(stream: BinaryIO | LenientGunzip) -> str | None:
+    return stream.damage if isinstance(stream, LenientGunzip) else None
+
+
+class _ReadBroken(Exception):
     pass
 
 
@@ -75,7 +75,7 @@ def iter_event_runs(
     path: str, state: ReadState, progress: ProgressFn | None = None
 ) -> Iterator[bytes]:
     """Yield byte runs ``{..}, {..}, ... {..}`` of whole events; fill ``state`` on the way."""
-    raw, stream = _open(path)
+    raw, stream = open_stream(path)
     total = os.fstat(raw.fileno()).st_size
     try:
         yield from _runs(path, raw, stream, total, state, progress)
@@ -86,8 +86,8 @@ def iter_event_runs(
 
 def _runs(
     path: str,
-    raw: IO[bytes],
-    stream: IO[bytes],
+    raw: BinaryIO,
+    stream: BinaryIO | LenientGunzip,
     total: int,
     state: ReadState,
     progress: ProgressFn | None,
@@ -95,8 +95,10 @@ def _runs(
     name = os.path.basename(path)
     try:
         pending = _read(stream, CHUNK_BYTES)
-    except _GzipBroken as error:
-        raise NotATraceError(f"{name}: the gzip data is corrupt ({error}).") from None
+    except _ReadBroken as error:
+        raise NotATraceError(f"{name}: cannot be read ({error}).") from None
+    if not pending and _damage(stream):
+        raise NotATraceError(f"{name}: {_damage(stream)}; nothing could be decompressed.")
     state.uncompressed_bytes = len(pending)
     start = _find_events_start(name, stream, pending, state, path)
     pending = pending[start:]
@@ -107,14 +109,18 @@ def _runs(
         if not eof:
             try:
                 more = _read(stream, CHUNK_BYTES)
-            except _GzipBroken:
+            except _ReadBroken as error:
                 more = b""
                 state.truncated = True
+                state.damage = f"reading the file failed ({error})"
             if more:
                 state.uncompressed_bytes += len(more)
                 pending += more
             else:
                 eof = True
+                if _damage(stream):
+                    state.truncated = True
+                    state.damage = _damage(stream)
             if progress is not None:
                 progress(min(raw.tell(), total), total)
         if eof:
@@ -134,12 +140,13 @@ def _runs(
         run = pending[: cut + 1]
         rest = pending[cut + 1 :].lstrip()
         pending = rest[1:] if rest[:1] == b"," else rest
+        run = yield from _before_repeats(run, state)
         if run.strip():
             yield run
 
 
 def _find_events_start(
-    name: str, stream: IO[bytes], first: bytes, state: ReadState, path: str
+    name: str, stream: BinaryIO | LenientGunzip, first: bytes, state: ReadState, path: str
 ) -> int:
     head = first.lstrip(b"\xef\xbb\xbf \t\r\n")
     offset = len(first) - len(head)
@@ -154,7 +161,7 @@ def _find_events_start(
         while match is None and len(buf) < HEADER_SEARCH_BYTES:
             try:
                 more = _read(stream, CHUNK_BYTES)
-            except _GzipBroken:
+            except _ReadBroken:
                 more = b""
             if not more:
                 break
@@ -170,6 +177,9 @@ def _find_events_start(
         _parse_header(buf[offset : match.start()], state)
         start = match.end()
     else:
+        known = describe(name, head)
+        if known is not None:
+            raise NotATraceError(known)
         shown = head[:20].decode("utf-8", errors="replace")
         raise NotATraceError(
             f"{name}: not JSON (starts with {shown!r}); "
@@ -217,6 +227,8 @@ def _last_boundary(buf: bytes) -> int:
 def _finish(pending: bytes, state: ReadState) -> Iterator[bytes]:
     """The last run: events, the array's end, and (object format) the keys after it."""
     body = pending.rstrip()
+    if not state.legacy_array:
+        body = yield from _before_repeats(body, state)
     if state.legacy_array:
         if body.endswith(b"]"):
             body = body[:-1]
@@ -251,6 +263,45 @@ def _finish(pending: bytes, state: ReadState) -> Iterator[bytes]:
     body = body[:end]
     if body.strip():
         yield body
+
+
+def _before_repeats(body: bytes, state: ReadState) -> Generator[bytes, None, bytes]:
+    """A second ``"traceEvents"`` list after the first (files glued together by hand): yield the
+    events of each list that another follows, keep the keys between, return the rest.
+
+    A JSON reader would keep only the last list, silently; here every list is read and the
+    repeat is reported. Inside a string the key's quotes are escaped, so the plain ``in`` is a
+    cheap, exact test on each run."""
+    while b'"traceEvents"' in body:
+        split = _split_at_repeat(body)
+        if split is None:
+            break
+        events, keys, body = split
+        state.repeated_events_keys += 1
+        for key, value in keys.items():
+            with contextlib.suppress(msgspec.DecodeError):
+                state.header[key] = msgspec.json.decode(value)
+        if events.strip():
+            yield events
+    return body
+
+
+def _split_at_repeat(body: bytes) -> tuple[bytes, dict[str, msgspec.Raw], bytes] | None:
+    """``ev, ev], "k": v, "traceEvents": [rest`` -> (``ev, ev``, {k: v}, ``rest``)."""
+    for match in _EVENTS_KEY.finditer(body):
+        head = body[: match.start()].rstrip()
+        if head.endswith(b","):
+            head = head[:-1]
+        try:
+            doc = msgspec.json.decode(
+                b'{"traceEvents":[' + head + b"}", type=dict[str, msgspec.Raw]
+            )
+        except (msgspec.DecodeError, RecursionError, ValueError):
+            continue
+        events = doc.pop("traceEvents", None)
+        if events is not None:
+            return bytes(events).strip()[1:-1], doc, body[match.end() :]
+    return None
 
 
 _ARRAY_END = re.compile(rb"\}\s*\]\s*(?:,|\})")

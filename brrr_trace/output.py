@@ -1,0 +1,112 @@
+"""``-o FILE``: checked before the analysis starts, written atomically after it.
+
+A missing folder, a folder given as the file or an unwritable place is said in one line before
+minutes of analysis, not after. The report goes to a new file beside the target, created with
+O_EXCL (a link planted under that name is refused, never followed), and replaces the target
+only once it is written whole: a full disk or a kill leaves the previous report as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+
+from brrr_trace.errors import BrrrError
+
+_CREATE_FLAGS = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_EXCL
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+class _ReportFile:
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.folder = os.path.dirname(os.path.abspath(target))
+        self._mode = _check_target(target, self.folder)
+        self.temp, self._fd = _claim_temp(target, self.folder)
+
+    def write(self, text: str) -> None:
+        data = text.encode("utf-8")
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view) :]
+            if self._mode is not None and hasattr(os, "fchmod"):
+                os.fchmod(self._fd, self._mode)  # the replaced report's permissions
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = -1
+            os.replace(self.temp, self.target)
+        except OSError as error:
+            raise BrrrError(
+                f"-o {self.target}: could not be written ({error.strerror}); "
+                "a previous file of that name is unchanged."
+            ) from None
+
+    def discard(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        with suppress(FileNotFoundError):  # already renamed onto the target
+            os.unlink(self.temp)
+
+
+def _check_target(target: str, folder: str) -> int | None:
+    """The target's permission bits when it exists (kept on the new file), else None."""
+    if not os.path.isdir(folder):
+        raise BrrrError(f"-o {target}: the folder {folder} does not exist; create it first.")
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise BrrrError(f"-o {target}: cannot be written ({error.strerror}).") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise BrrrError(
+            f"-o {target}: is a folder; name a file in it "
+            f"(-o {os.path.join(target, 'report.txt')})."
+        )
+    if not stat.S_ISREG(info.st_mode):
+        raise BrrrError(
+            f"-o {target}: is not a regular file (a device or a pipe); name a file, "
+            "or leave -o out to print the report."
+        )
+    return stat.S_IMODE(info.st_mode)
+
+
+def _claim_temp(target: str, folder: str) -> tuple[str, int]:
+    name = os.path.basename(target)
+    for _ in range(8):
+        temp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return temp, os.open(temp, _CREATE_FLAGS, 0o666)
+        except FileExistsError:
+            continue  # taken (or a planted link): another name
+        except OSError as error:
+            raise BrrrError(f"-o {target}: cannot write in {folder} ({error.strerror}).") from None
+    raise BrrrError(f"-o {target}: could not create a new file in {folder}.")
+
+
+Emit = Callable[[str], object]
+
+
+@contextmanager
+def report_output(target: str | None, stdout: Emit) -> Iterator[Emit]:
+    """A function that writes the report: to ``target`` (claimed now, replaced atomically when
+    it is called), or to ``stdout`` when there is no target."""
+    if target is None:
+        yield stdout
+        return
+    out = _ReportFile(target)
+    try:
+        yield out.write
+    finally:
+        out.discard()

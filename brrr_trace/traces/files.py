@@ -1,0 +1,68 @@
+"""Opening a trace file: regular files only, and never an open that can block.
+
+A FIFO named like a trace blocks ``open()`` until something writes to it, and a pipe
+(``/dev/stdin``, ``<(zcat t.json.gz)``) can be read only once, while a trace is read more than
+once (its head for the rank, then the whole). So the file is opened without blocking and
+refused, with one sentence, unless it is a regular file.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import BinaryIO
+
+from brrr_trace.errors import NotATraceError
+from brrr_trace.traces.gunzip import LenientGunzip
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_OPEN_FLAGS |= getattr(os, "O_BINARY", 0)
+
+
+def not_regular(path: str, mode: int) -> NotATraceError:
+    if stat.S_ISFIFO(mode):
+        return NotATraceError(
+            f"{path}: is a pipe (a FIFO, /dev/stdin or <(...)), which can be read only once; "
+            "brrr-trace reads a trace more than once, so save it to a file first "
+            "(... > trace.json) and pass that."
+        )
+    what = "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+    return NotATraceError(f"{path}: is {what}, not a trace file; pass the trace file itself.")
+
+
+def open_trace(path: str) -> BinaryIO:
+    """The trace file opened for reading (buffered, with ``peek``); NotATraceError otherwise."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except IsADirectoryError:
+        raise NotATraceError(f"{path}: is a folder; pass one of its trace files.") from None
+    except OSError as error:
+        raise NotATraceError(f"{path}: cannot be read ({error.strerror}).") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise NotATraceError(f"{path}: is a folder; pass one of its trace files.")
+        if not stat.S_ISREG(mode):
+            raise not_regular(path, mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def open_stream(path: str) -> tuple[BinaryIO, BinaryIO | LenientGunzip]:
+    """The file and the stream of its JSON text (decompressed when the file is gzip)."""
+    raw = open_trace(path)
+    if raw.peek(2)[:2] == b"\x1f\x8b":
+        return raw, LenientGunzip(raw)
+    return raw, raw
+
+
+def read_head(path: str, size: int) -> bytes:
+    """The first ``size`` bytes of the trace's JSON text; NotATraceError if it cannot be read."""
+    raw, stream = open_stream(path)
+    with raw:
+        try:
+            return stream.read(size)
+        except OSError as error:
+            raise NotATraceError(f"{path}: cannot be read ({error.strerror}).") from None
