@@ -14,7 +14,7 @@ from typing import Any
 
 from lsprotocol import types as t
 
-from brrr_trace.render.text import fmt_time
+from brrr_trace import units
 from brrr_trace.report import Finding, LineReport, Report
 from brrr_trace.server.actions import Edit, Fix
 from brrr_trace.server.settings import Settings
@@ -60,19 +60,7 @@ class Positions:
         return t.Range(self.at(line, char), self.at(end_line, end_char))
 
 
-# --- numbers as words -------------------------------------------------------------------------
-
-
-def _pct(part: float, whole: float) -> str:
-    return f"{100 * part / whole:.1f}%" if whole else "–"
-
-
-def _rate_tflops(value: float) -> str:
-    return f"{value:.0f} TFLOP/s" if value >= 10 else f"{value:.1f} TFLOP/s"
-
-
-def _rate_gbps(value: float) -> str:
-    return f"{value / 1000:.2f} TB/s" if value >= 1000 else f"{value:.0f} GB/s"
+# --- kernel names and idle causes ------------------------------------------------------------
 
 
 def short_kernel_name(name: str) -> str:
@@ -104,15 +92,15 @@ def _dominant_idle(line: LineReport) -> tuple[IdleCause, int] | None:
 def hint_label(line: LineReport) -> str:
     """``⏱ 16.3 ms · compute-bound · 808 TFLOP/s (82%)``: time, regime, and its best evidence."""
     if line.regime is None:  # a trace without GPU activity
-        return f"⏱ {fmt_time(line.cpu_ns)} CPU"
-    parts = [f"⏱ {fmt_time(line.total_ns)}", f"{line.regime}-bound"]
-    peak = f" ({100 * line.peak_fraction:.0f}%)" if line.peak_fraction is not None else ""
+        return f"⏱ {units.duration(line.cpu_ns)} CPU"
+    parts = [f"⏱ {units.duration(line.total_ns)}", f"{line.regime}-bound"]
+    peak = f" ({units.percent(line.peak_fraction)})" if line.peak_fraction is not None else ""
     if line.regime == Regime.COMPUTE and line.achieved_tflops is not None:
-        parts.append(_rate_tflops(line.achieved_tflops) + peak)
+        parts.append(units.tflops(line.achieved_tflops) + peak)
     elif line.regime == Regime.MEMORY and line.achieved_gbps is not None:
-        parts.append(_rate_gbps(line.achieved_gbps) + peak)
+        parts.append(units.bandwidth(line.achieved_gbps) + peak)
     elif line.regime == Regime.OVERHEAD and (idle := _dominant_idle(line)) is not None:
-        parts.append(f"{idle[0]} idle {fmt_time(idle[1])}")
+        parts.append(f"{idle[0]} idle {units.duration(idle[1])}")
     return " · ".join(parts)
 
 
@@ -122,9 +110,10 @@ def _bound(line: LineReport) -> str:
 
 def hint_tooltip(line: LineReport, span_ns: int) -> str:
     return (
-        f"{_pct(line.total_ns, span_ns)} of the profiled GPU span: GPU {fmt_time(line.gpu_ns)} in "
+        f"{units.share(line.total_ns, span_ns)} of the profiled GPU span: "
+        f"GPU {units.duration(line.gpu_ns)} in "
         f"{line.kernels} kernel{'s' if line.kernels != 1 else ''}, idle charged here "
-        f"{fmt_time(line.idle_ns)} ({line.precision} line). Hover for the evidence."
+        f"{units.duration(line.idle_ns)} ({line.precision} line). Hover for the evidence."
     )
 
 
@@ -164,42 +153,44 @@ def hover_markdown(
 ) -> str:
     out = [
         f"**brrr-trace** · `{line.function}` line {line.line} · **{_bound(line)}** · "
-        f"**{fmt_time(line.total_ns)}** ({_pct(line.total_ns, span_ns)} of the GPU span)",
+        f"**{units.duration(line.total_ns)}** "
+        f"({units.share(line.total_ns, span_ns)} of the GPU span)",
         "",
         "| regime | time | share of the line |",
         "| :-- | --: | --: |",
     ]
     for regime in Regime:
         ns = line.time_by_regime_ns.get(regime, 0)
-        out.append(f"| {regime} | {fmt_time(ns)} | {_pct(ns, line.total_ns)} |")
+        out.append(f"| {regime} | {units.duration(ns)} | {units.share(ns, line.total_ns)} |")
     out.append("")
     idle = [(c, ns) for c, ns in line.idle_by_cause_ns.items() if ns > 0]
-    idle_text = ", ".join(f"{cause} {fmt_time(ns)}" for cause, ns in idle)
+    idle_text = ", ".join(f"{cause} {units.duration(ns)}" for cause, ns in idle)
     out.append(
-        f"GPU busy {fmt_time(line.gpu_ns)} in {line.kernels} kernel"
-        f"{'s' if line.kernels != 1 else ''} · GPU idle charged here {fmt_time(line.idle_ns)}"
+        f"GPU busy {units.duration(line.gpu_ns)} in {line.kernels} kernel"
+        f"{'s' if line.kernels != 1 else ''} · GPU idle charged here {units.duration(line.idle_ns)}"
         + (f" ({idle_text})" if idle_text else "")
         + (
-            f", of which about {fmt_time(line.profiler_overhead_ns)} is the profiler's own cost"
+            f", of which about {units.duration(line.profiler_overhead_ns)} "
+            "is the profiler's own cost"
             if line.profiler_overhead_ns
             else ""
         )
-        + f" · CPU {fmt_time(line.cpu_ns)}"
-        + (f" · backward {fmt_time(line.backward_gpu_ns)}" if line.backward_gpu_ns else "")
+        + f" · CPU {units.duration(line.cpu_ns)}"
+        + (f" · backward {units.duration(line.backward_gpu_ns)}" if line.backward_gpu_ns else "")
     )
     if line.top_kernels:
         out += ["", "**Kernels**", ""]
         for kernel in line.top_kernels:
             out.append(
                 f"- `{short_kernel_name(kernel.name)}` ({kernel.kind}) ×{kernel.count} — "
-                f"{fmt_time(kernel.total_ns)}"
+                f"{units.duration(kernel.total_ns)}"
             )
     out += ["", _roofline_text(line, report)]
     if findings:
         out += ["", "**Findings**", ""]
         for finding in findings:
             out.append(
-                f"- `{finding.rule}` (saves ~{fmt_time(finding.est_savings_ns)}): "
+                f"- `{finding.rule}` (saves ~{units.duration(finding.est_savings_ns)}): "
                 f"{finding.message} *Fix:* {finding.fix}"
             )
     out += ["", f"*Line {_PRECISION_NOTE.get(line.precision, str(line.precision))}.*"]
@@ -211,13 +202,13 @@ def _roofline_text(line: LineReport, report: Report) -> str:
     device, peak = _device_line(report)
     rates = []
     if line.achieved_tflops is not None:
-        rates.append(f"{_rate_tflops(line.achieved_tflops)} achieved")
+        rates.append(f"{units.tflops(line.achieved_tflops)} achieved")
     if line.achieved_gbps is not None:
         hbm = peak.get("hbm_gbps") if peak else None
-        of_hbm = f" (HBM peak {_rate_gbps(hbm)})" if isinstance(hbm, (int, float)) else ""
-        rates.append(f"{_rate_gbps(line.achieved_gbps)} achieved{of_hbm}")
+        of_hbm = f" (HBM peak {units.bandwidth(hbm)})" if isinstance(hbm, (int, float)) else ""
+        rates.append(f"{units.bandwidth(line.achieved_gbps)} achieved{of_hbm}")
     if line.peak_fraction is not None:
-        rates.append(f"{100 * line.peak_fraction:.0f}% of the roofline")
+        rates.append(f"{units.percent(line.peak_fraction)} of the roofline")
     if line.intensity is not None:
         ridge = f" (ridge {line.ridge:.0f})" if line.ridge is not None else ""
         rates.append(f"intensity {line.intensity:.1f} FLOP/byte{ridge}")
@@ -234,14 +225,16 @@ def function_markdown(
 ) -> str:
     total = sum(line.total_ns for line in lines)
     out = [
-        f"**brrr-trace** · `{function.qualname}` · **{fmt_time(total)}** "
-        f"({_pct(total, span_ns)} of the GPU span) · {regime_mix(lines)}",
+        f"**brrr-trace** · `{function.qualname}` · **{units.duration(total)}** "
+        f"({units.share(total, span_ns)} of the GPU span) · {regime_mix(lines)}",
         "",
         "| line | regime | time |",
         "| --: | :-- | --: |",
     ]
     for line in sorted(lines, key=lambda r: -r.total_ns):
-        out.append(f"| {line.line} | {line.regime or 'CPU only'} | {fmt_time(line.total_ns)} |")
+        out.append(
+            f"| {line.line} | {line.regime or 'CPU only'} | {units.duration(line.total_ns)} |"
+        )
     out += ["", f"*Trace: {trace_name}*"]
     return "\n".join(out)
 
@@ -265,14 +258,14 @@ def regime_mix(lines: Iterable[LineReport]) -> str:
     whole = sum(totals.values())
     if not whole:
         return "no GPU time"
-    return " · ".join(f"{r} {100 * ns / whole:.0f}%" for r, ns in totals.items() if ns > 0)
+    return " · ".join(f"{r} {units.percent(ns, whole)}" for r, ns in totals.items() if ns > 0)
 
 
 def code_lens(
     function: FunctionSpan, lines: Sequence[LineReport], uri: str, positions: Positions
 ) -> t.CodeLens:
     total = sum(line.total_ns for line in lines)
-    title = f"⏱ {fmt_time(total)} in {function.name} · {regime_mix(lines)}"
+    title = f"⏱ {units.duration(total)} in {function.name} · {regime_mix(lines)}"
     return t.CodeLens(
         range=positions.range(
             function.def_line, function.def_char, function.def_line, function.def_char
@@ -310,9 +303,9 @@ def severity(finding: Finding, span_ns: int, settings: Settings) -> t.Diagnostic
 
 
 def diagnostic_message(finding: Finding, span_ns: int) -> str:
-    saving = f"est. saving {fmt_time(finding.est_savings_ns)}"
+    saving = f"est. saving {units.duration(finding.est_savings_ns)}"
     if span_ns > 0:
-        saving += f", {_pct(finding.est_savings_ns, span_ns)} of the profiled GPU span"
+        saving += f", {units.share(finding.est_savings_ns, span_ns)} of the profiled GPU span"
     return f"{finding.message.rstrip()} ({saving})"
 
 
@@ -426,7 +419,7 @@ def fix_explanation(argument: Any) -> str:
     where = f" (line {argument['line']})" if isinstance(argument.get("line"), int) else ""
     text = f"brrr-trace · {rule}{where}: {fix}"
     if isinstance(saving, int) and saving > 0:
-        text += f" Estimated saving: {fmt_time(saving)}."
+        text += f" Estimated saving: {units.duration(saving)}."
     return text
 
 
@@ -454,7 +447,7 @@ def progress_report(path: str, done: int, total: int) -> t.WorkDoneProgressRepor
 
 def loaded_summary(path: str, report: Report) -> str:
     util = report.summary.gpu_utilization
-    busy = f"GPU {100 * util:.0f}% busy" if util is not None else "no GPU activity"
+    busy = f"GPU {units.percent(util)} busy" if util is not None else "no GPU activity"
     return f"{trace_name(path)}: {len(report.lines)} lines, {busy}"
 
 
