@@ -15,7 +15,7 @@ from typing import Any
 from lsprotocol import types as t
 
 from brrr_trace import units
-from brrr_trace.report import Finding, LineReport, Report
+from brrr_trace.report import Finding, LineReport, Report, severity_of_saving
 from brrr_trace.server.actions import Edit, Fix
 from brrr_trace.server.settings import Settings
 from brrr_trace.server.source import FunctionSpan, SourceIndex
@@ -293,13 +293,9 @@ def severity(finding: Finding, span_ns: int, settings: Settings) -> t.Diagnostic
     own = _SEVERITY.get(finding.severity.lower())
     if own is not None and settings.warning_share is None and settings.information_share is None:
         return own
-    warning, information = settings.severity_shares()
-    share = finding.est_savings_ns / span_ns if span_ns > 0 else 0.0
-    if share >= warning:
-        return t.DiagnosticSeverity.Warning
-    if share >= information:
-        return t.DiagnosticSeverity.Information
-    return t.DiagnosticSeverity.Hint
+    return _SEVERITY[
+        severity_of_saving(finding.est_savings_ns, span_ns, *settings.severity_shares())
+    ]
 
 
 def diagnostic_message(finding: Finding, span_ns: int) -> str:
