@@ -30,23 +30,13 @@ from brrr_trace import __version__
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.server import convert
 from brrr_trace.server.actions import fix_for
+from brrr_trace.server.analysis import AnalysisFailed, AnalysisJob, AnalyzeFn, default_analyze
 from brrr_trace.server.convert import Positions
+from brrr_trace.server.discovery import TraceFile, choose_active, discover, norm_path, stat_trace
 from brrr_trace.server.logging import ClientLogHandler
 from brrr_trace.server.settings import SECTION, Settings, parse_settings
+from brrr_trace.server.snapshot import Snapshot, build_snapshot
 from brrr_trace.server.source import SourceIndex
-from brrr_trace.server.state import (
-    AnalysisFailed,
-    AnalysisJob,
-    AnalyzeFn,
-    Snapshot,
-    TraceFile,
-    build_snapshot,
-    choose_active,
-    default_analyze,
-    discover,
-    norm_path,
-    stat_trace,
-)
 
 log = logging.getLogger("brrr_trace.server")
 

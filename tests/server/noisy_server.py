@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.report import Report
-from brrr_trace.server.state import default_analyze
+from brrr_trace.server.analysis import default_analyze
 
 
 def noisy_analyze(
