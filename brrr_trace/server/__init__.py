@@ -1,10 +1,20 @@
 """The brrr-trace language server (pygls): ``brrr-trace serve`` / ``python -m brrr_trace serve``.
 
-Modules by role: ``app`` (the server and its handlers), ``settings`` (what clients may set),
-``discovery`` (the trace files), ``analysis`` (the analysis process), ``snapshot`` (the immutable
-result), ``source`` (the syntax of a document), ``actions`` (mechanical fixes), ``convert``
-(Report -> LSP types and all wording), ``logging`` (stderr and window/logMessage). Nothing else in
-the package imports this one.
+Modules by role, the way requests flow:
+
+- ``app``: ``create_server``, which registers every handler of ``handlers/`` on a
+  ``language_server.BrrrServer`` (the pygls server holding the three parts below);
+- ``handlers/``: one function per notification, request and command (``lifecycle``,
+  ``workspace``, ``documents``, ``requests``, ``commands``); ``names``: the names clients call;
+- ``session``: the state in one place (settings, documents, the loaded trace, the load);
+- ``scheduling``: loading and reloading off the event loop, polling, progress and status;
+- ``client``: what goes to the editor, and what the server asks it;
+- ``convert`` (document features) and ``messages`` (everything else): the wording, pure;
+- ``discovery`` (the trace files), ``analysis`` (the analysis process), ``snapshot`` (the
+  immutable result), ``source`` (the syntax of a document), ``actions`` (mechanical fixes),
+  ``settings`` (what clients may set), ``logging`` (stderr and window/logMessage).
+
+Nothing else in the package imports this one.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
-"""Report -> LSP types, and every sentence and number the server shows to a person.
+"""Report -> LSP types for a document: inlay hints, hovers, code lenses, diagnostics, fixes.
 
-The only module of the server that formats for people. Positions arrive as 1-based lines and
-code-point chars (see ``source.py``) and leave as LSP positions: 0-based lines, and characters in
-the client's units (UTF-16 unless the client chose UTF-8 or UTF-32), through pygls' codec.
+Pure functions of the snapshot, the document and the settings; with ``messages.py`` the only
+modules of the server that word things for people (numbers through ``brrr_trace.units``).
+Positions arrive as 1-based lines and code-point chars (see ``source.py``) and leave as LSP
+positions: 0-based lines, and characters in the client's units (UTF-16 unless the client chose
+UTF-8 or UTF-32), through pygls' codec.
 """
 
 from __future__ import annotations
 
-import os
+import bisect
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -16,14 +18,15 @@ from lsprotocol import types as t
 
 from brrr_trace import units
 from brrr_trace.report import Finding, LineReport, Report, severity_of_saving
-from brrr_trace.server.actions import Edit, Fix
+from brrr_trace.server import messages
+from brrr_trace.server.actions import Edit, Fix, fix_for
+from brrr_trace.server.names import CMD_SHOW_FIX, CMD_SHOW_FUNCTION
 from brrr_trace.server.settings import Settings
+from brrr_trace.server.snapshot import Snapshot
 from brrr_trace.server.source import FunctionSpan, SourceIndex
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
 SOURCE = "brrr-trace"
-CMD_SHOW_FIX = "brrr-trace.showFix"
-CMD_SHOW_FUNCTION = "brrr-trace.showFunction"
 
 _PRECISION_NOTE = {
     Precision.EXACT: "exact: the trace records this call-site line",
@@ -138,6 +141,13 @@ def inlay_hints(
     return hints
 
 
+def hints_in_range(hints: list[t.InlayHint], first: int, last: int) -> list[t.InlayHint]:
+    """The hints (in line order) on 0-based lines ``first..last``."""
+    lo = bisect.bisect_left(hints, first, key=lambda h: h.position.line)
+    hi = bisect.bisect_right(hints, last, key=lambda h: h.position.line)
+    return hints[lo:hi]
+
+
 # --- hover ------------------------------------------------------------------------------------
 
 
@@ -239,7 +249,32 @@ def function_markdown(
     return "\n".join(out)
 
 
-def hover(markdown: str, positions: Positions, line: int) -> t.Hover:
+def hover(snapshot: Snapshot, path: str, positions: Positions, line: int) -> t.Hover | None:
+    """The evidence of a 1-based line; on a ``def`` line without its own, the function's lines."""
+    name = messages.trace_name(snapshot.trace.path)
+    report_line = snapshot.line_at(path, line)
+    if report_line is not None:
+        findings = [f for f in snapshot.findings(path) if f.line == line]
+        markdown = hover_markdown(report_line, snapshot.report, snapshot.span_ns, findings, name)
+        return _hover(markdown, positions, line)
+    function = positions.index.function_defined_on(line)
+    lines = snapshot.function_lines(path, function) if function else ()
+    if function is None or not lines:
+        return None
+    return _hover(function_markdown(function, lines, snapshot.span_ns, name), positions, line)
+
+
+def function_text(snapshot: Snapshot, path: str, index: SourceIndex, def_line: Any) -> str | None:
+    """What ``brrr-trace.showFunction`` shows for the function defined on a 1-based line."""
+    function = index.function_defined_on(def_line)
+    if function is None:
+        return None
+    lines = snapshot.function_lines(path, function)
+    name = messages.trace_name(snapshot.trace.path)
+    return function_markdown(function, lines, snapshot.span_ns, name)
+
+
+def _hover(markdown: str, positions: Positions, line: int) -> t.Hover:
     start, end = positions.index.code_span(line)
     return t.Hover(
         contents=t.MarkupContent(kind=t.MarkupKind.Markdown, value=markdown),
@@ -274,6 +309,18 @@ def code_lens(
             title=title, command=CMD_SHOW_FUNCTION, arguments=[uri, function.def_line]
         ),
     )
+
+
+def code_lenses(snapshot: Snapshot, path: str, positions: Positions, uri: str) -> list[t.CodeLens]:
+    """A lens on the ``def`` line of each function whose own lines took time."""
+    if not snapshot.lines(path):
+        return []  # nothing measured here: no need to parse the document for its functions
+    lenses = []
+    for function in positions.index.functions:
+        lines = snapshot.function_lines(path, function)
+        if lines and sum(line.total_ns for line in lines) > 0:
+            lenses.append(code_lens(function, lines, uri, positions))
+    return lenses
 
 
 # --- diagnostics ------------------------------------------------------------------------------
@@ -331,6 +378,17 @@ def diagnostics(
     return out
 
 
+def document_diagnostics(
+    snapshot: Snapshot, path: str, settings: Settings, positions: Positions, uri: str
+) -> list[t.Diagnostic]:
+    """The diagnostics of every finding in one document."""
+    return [
+        d
+        for f in snapshot.findings(path)
+        for d in diagnostics(f, snapshot.span_ns, settings, positions, uri)
+    ]
+
+
 def diagnostic(
     finding: Finding,
     span_ns: int,
@@ -355,6 +413,41 @@ def diagnostic(
 
 
 # --- code actions -----------------------------------------------------------------------------
+
+
+def code_actions(
+    snapshot: Snapshot,
+    path: str,
+    positions: Positions,
+    settings: Settings,
+    uri: str,
+    lines: tuple[int, int],
+    sent: Sequence[t.Diagnostic],
+) -> list[t.CodeAction]:
+    """A quick fix for each finding on 1-based lines ``lines``: the edit, or how to fix it.
+
+    Each action names the diagnostics the client sent for its finding, else the server's own.
+    """
+    first, last = lines
+    actions = []
+    for finding in snapshot.findings(path):
+        if not first <= finding.line <= last:
+            continue
+        mine = [
+            d
+            for d in sent
+            if d.source == SOURCE
+            and d.code == finding.rule
+            and d.range.start.line == finding.line - 1
+        ]
+        own = diagnostic(finding, snapshot.span_ns, settings, positions)
+        named = mine or ([own] if own else [])
+        fix = fix_for(finding.rule, positions.index, finding.line)
+        if fix is not None:
+            actions.append(fix_action(fix, uri, named, positions))
+        else:
+            actions.append(explain_action(finding, uri, named))
+    return actions
 
 
 def _fix_title(fix: Fix) -> str:
@@ -417,78 +510,3 @@ def fix_explanation(argument: Any) -> str:
     if isinstance(saving, int) and saving > 0:
         text += f" Estimated saving: {units.duration(saving)}."
     return text
-
-
-# --- messages ---------------------------------------------------------------------------------
-
-
-def trace_name(path: str) -> str:
-    return os.path.basename(path)
-
-
-def progress_begin(path: str) -> t.WorkDoneProgressBegin:
-    return t.WorkDoneProgressBegin(
-        title="brrr-trace", message=f"loading {trace_name(path)}", percentage=0, cancellable=False
-    )
-
-
-def progress_report(path: str, done: int, total: int) -> t.WorkDoneProgressReport:
-    if total > 0 and done >= total:
-        return t.WorkDoneProgressReport(message=f"analyzing {trace_name(path)}", percentage=99)
-    percent = min(99, int(100 * done / total)) if total > 0 else 0
-    return t.WorkDoneProgressReport(
-        message=f"reading {trace_name(path)} ({percent}%)", percentage=percent
-    )
-
-
-def loaded_summary(path: str, report: Report) -> str:
-    util = report.summary.gpu_utilization
-    busy = f"GPU {units.percent(util)} busy" if util is not None else "no GPU activity"
-    return f"{trace_name(path)}: {len(report.lines)} lines, {busy}"
-
-
-def progress_end(message: str) -> t.WorkDoneProgressEnd:
-    return t.WorkDoneProgressEnd(message=message)
-
-
-def load_failed(path: str, error: str, bad_input: bool) -> str:
-    if bad_input:
-        return f"brrr-trace could not read the trace {trace_name(path)}: {error}"
-    return (
-        f"brrr-trace could not analyze the trace {trace_name(path)} ({error}). "
-        "The server keeps running; see its log for details."
-    )
-
-
-def settings_problems(problems: Sequence[str]) -> str:
-    return "brrr-trace: some settings were ignored. " + " ".join(problems)
-
-
-def unmapped_message(path: str, files: Sequence[str], mapped_any: bool) -> str:
-    shown = ", ".join(f"`{f}`" for f in files[:5]) + (" ..." if len(files) > 5 else "")
-    if mapped_any:
-        return (
-            f"brrr-trace: {len(files)} source file(s) in {trace_name(path)} map onto no local "
-            f"file: {shown}."
-        )
-    return (
-        f"brrr-trace: none of the source files in {trace_name(path)} ({shown}) map onto this "
-        "workspace. Set brrr-trace.pathMappings or brrr-trace.sourceRoot."
-    )
-
-
-def no_traces_message(globs: Sequence[str]) -> str:
-    return f"brrr-trace: no trace file matches {', '.join(globs)} in the workspace."
-
-
-def pin_missing_message(path: str) -> str:
-    return f"brrr-trace: the chosen trace {path} does not exist; showing the newest one instead."
-
-
-def report_notes(report: Report) -> list[str]:
-    notes = [f"problem in the trace: {p.kind} ({p.count}): {p.detail}" for p in report.problems]
-    return notes + [f"note: {note}" for note in report.notes]
-
-
-def trace_choice(path: str, active: bool) -> str:
-    return f"{trace_name(path)}{' (active)' if active else ''}"
