@@ -13,6 +13,7 @@ from lsprotocol import types as t
 
 from brrr_trace.server import convert
 from brrr_trace.server.language_server import BrrrServer
+from brrr_trace.server.session import DocumentView
 
 log = logging.getLogger("brrr_trace.server")
 
@@ -21,10 +22,7 @@ QUICK_FIXES = t.CodeActionOptions(code_action_kinds=[t.CodeActionKind.QuickFix])
 
 def inlay_hint(ls: BrrrServer, params: t.InlayHintParams) -> list[t.InlayHint]:
     """The time, regime and evidence at the end of each hot line in the range."""
-    if not ls.session.settings.inlay_hints:
-        log.debug("inlayHint: inlay hints are turned off")
-        return []
-    view = ls.session.view(params.text_document.uri, "inlayHint")
+    view = _view_if_on(ls, params.text_document.uri, "inlayHint", ls.session.settings.inlay_hints)
     if view is None:
         return []
     first, last = params.range.start.line, params.range.end.line
@@ -45,10 +43,7 @@ def hover(ls: BrrrServer, params: t.HoverParams) -> t.Hover | None:
 
 def code_lens(ls: BrrrServer, params: t.CodeLensParams) -> list[t.CodeLens]:
     """A lens on each function whose lines took time: its total and its regime mix."""
-    if not ls.session.settings.code_lens:
-        log.debug("codeLens: code lenses are turned off")
-        return []
-    view = ls.session.view(params.text_document.uri, "codeLens")
+    view = _view_if_on(ls, params.text_document.uri, "codeLens", ls.session.settings.code_lens)
     if view is None:
         return []
     return convert.code_lenses(view.snapshot, view.path, view.positions, view.uri)
@@ -73,3 +68,11 @@ def code_action(ls: BrrrServer, params: t.CodeActionParams) -> list[t.CodeAction
         lines,
         params.context.diagnostics,
     )
+
+
+def _view_if_on(ls: BrrrServer, uri: str, request: str, turned_on: bool) -> DocumentView | None:
+    """The document's view, unless the settings turn this request's feature off."""
+    if not turned_on:
+        log.debug("%s: turned off in the settings", request)
+        return None
+    return ls.session.view(uri, request)
