@@ -33,6 +33,7 @@ from brrr_trace.report import (
     StepsReport,
     Summary,
     TraceInfo,
+    severity_of_saving,
 )
 from brrr_trace.traces import find_traces, load
 from brrr_trace.traces.files import read_head
@@ -305,17 +306,11 @@ def _finding(
     key = locator.lines[raw.line_id]
     covered = [locator.lines[k] for k in raw.covers or (raw.line_id,)]
     lines = tuple(sorted({c.line for c in covered if c.file == key.file} | {key.line}))
-    share = raw.est_savings_ns / span_ns if span_ns else 0.0
-    severity = (
-        "warning"
-        if share >= options.warning_share
-        else "information"
-        if share >= options.information_share
-        else "hint"
-    )
     return Finding(
         rule=raw.rule,
-        severity=severity,
+        severity=severity_of_saving(
+            raw.est_savings_ns, span_ns, options.warning_share, options.information_share
+        ),
         file=key.file,
         path=mapper.map(key.file),
         line=key.line,

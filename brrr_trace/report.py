@@ -107,6 +107,23 @@ class Finding:
     est_savings_per_step_ns: int | None = None  # with ProfilerStep ranges: the saving per step
 
 
+def severity_of_saving(
+    savings_ns: int, span_ns: int, warning_share: float, information_share: float
+) -> str:
+    """A finding's ``severity``: ``warning`` when its fix saves at least ``warning_share`` of the
+    GPU span, ``information`` from ``information_share`` on, ``hint`` below.
+
+    The pipeline grades each finding with the analysis options' cut-offs; the language server
+    grades again, with this same function, only when the user set cut-offs of their own.
+    """
+    share = savings_ns / span_ns if span_ns > 0 else 0.0
+    if share >= warning_share:
+        return "warning"
+    if share >= information_share:
+        return "information"
+    return "hint"
+
+
 @dataclass(frozen=True)
 class ProblemReport:
     kind: str

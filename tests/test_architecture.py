@@ -1,6 +1,7 @@
 """DESIGN §2: the core (traces/, analyzers/, hardware/) imports no server, renderer, CLI, LSP or
 recorder code; only recording/ imports torch, and only inside functions, so that
-`brrr-trace analyze` never loads it."""
+`brrr-trace analyze` never loads it; the language server imports no renderer (it formats
+through ``brrr_trace.units``) and reaches into no object's private fields but its own."""
 
 from __future__ import annotations
 
@@ -147,6 +148,37 @@ def test_the_version_is_written_once() -> None:
     assert source == {"attr": "brrr_trace.__version__"}
 
 
+def test_the_server_imports_no_renderer() -> None:
+    assert not offenders(("server",), ("rich", "brrr_trace.render", "brrr_trace.cli"))
+
+
+def test_starting_the_server_loads_no_renderer() -> None:
+    code = (
+        "import sys, brrr_trace.server.app\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'rich'"
+        " or m.startswith('brrr_trace.render'))\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def private_uses(path: Path) -> set[str]:
+    """``x._field`` where ``x`` is not ``self`` or ``cls``: a reach into another's state."""
+    return {
+        f"{path.name}:{node.lineno} {ast.unparse(node)}"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+    }
+
+
+def test_the_server_uses_no_private_fields_of_others() -> None:
+    files = sorted((PACKAGE / "server").rglob("*.py"))
+    assert not {use for path in files for use in private_uses(path)}
+
+
 def test_the_check_itself_can_fail(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text(
@@ -156,3 +188,6 @@ def test_the_check_itself_can_fail(tmp_path: Path) -> None:
     )
     assert {"brrr_trace.render", "pygls.server", "torch", "torch.nn"} <= imported_modules(bad)
     assert module_level_imports(bad) == {"brrr_trace.render", "pygls.server", "torch.nn"}
+    bad.write_text("import rich.table\nls._failed.clear()\nself._ok = 1\n")
+    assert "rich.table" in imported_modules(bad)
+    assert private_uses(bad) == {"bad.py:2 ls._failed"}

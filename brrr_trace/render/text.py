@@ -9,27 +9,13 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from brrr_trace import units
 from brrr_trace.diff import Diff
 from brrr_trace.render.safe_text import terminal_safe
 from brrr_trace.report import LineReport, Report
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
 _REGIME_STYLE = {Regime.COMPUTE: "green", Regime.MEMORY: "cyan", Regime.OVERHEAD: "magenta"}
-
-
-def fmt_time(ns: int) -> str:
-    """A duration the way a person reads it: 812 ns, 35.2 µs, 16.3 ms, 2.41 s."""
-    if ns < 1_000:
-        return f"{ns} ns"
-    if ns < 1_000_000:
-        return f"{ns / 1e3:.1f} µs"
-    if ns < 1_000_000_000:
-        return f"{ns / 1e6:.1f} ms"
-    return f"{ns / 1e9:.2f} s"
-
-
-def _pct(part: int, whole: int) -> str:
-    return f"{100 * part / whole:.1f}%" if whole else "–"
 
 
 def _plain(text: str, style: str = "") -> Text:
@@ -68,12 +54,12 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
     else:
         span = s.gpu_busy_ns + s.gpu_idle_ns
         console.print(
-            f"Span {fmt_time(span)} · busy {fmt_time(s.gpu_busy_ns)} · "
-            f"idle {fmt_time(s.gpu_idle_ns)} · utilization "
-            f"[bold]{100 * s.gpu_utilization:.1f}%[/bold] · {s.kernels} GPU ops"
+            f"Span {units.duration(span)} · busy {units.duration(s.gpu_busy_ns)} · "
+            f"idle {units.duration(s.gpu_idle_ns)} · utilization "
+            f"[bold]{units.percent(s.gpu_utilization, decimals=1)}[/bold] · {s.kernels} GPU ops"
         )
         causes = " · ".join(
-            f"{cause} {fmt_time(s.idle_by_cause_ns[cause])}"
+            f"{cause} {units.duration(s.idle_by_cause_ns[cause])}"
             for cause in IdleCause
             if s.idle_by_cause_ns.get(cause)
         )
@@ -81,18 +67,19 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
             console.print(f"Idle by cause: {causes}")
         if s.profiler_overhead_ns:
             console.print(
-                f"  of which ~{fmt_time(s.profiler_overhead_ns)} is the profiler's own cost "
+                f"  of which ~{units.duration(s.profiler_overhead_ns)} is the profiler's own cost "
                 "(estimated; left out of savings)"
             )
         regimes = " · ".join(
-            f"[{_REGIME_STYLE[r]}]{r}[/] {fmt_time(ns)} ({_pct(ns, span)})"
+            f"[{_REGIME_STYLE[r]}]{r}[/] {units.duration(ns)} ({units.share(ns, span)})"
             for r, ns in s.time_by_regime_ns.items()
         )
         console.print(f"Time by regime: {regimes}")
         unplaced = s.unattributed_gpu_ns + s.unattributed_idle_ns
         if unplaced:
             console.print(
-                f"Not on any source line: {fmt_time(unplaced)} ({_pct(unplaced, span)} of the span)"
+                f"Not on any source line: {units.duration(unplaced)} "
+                f"({units.share(unplaced, span)} of the span)"
             )
     if report.lines and s.gpu_utilization is None:
         _cpu_lines_table(console, report, top)
@@ -103,7 +90,7 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
         for finding in report.findings[:top]:
             console.print(
                 f"  {_markup(finding.file)}:{finding.line} [bold]{_markup(finding.rule)}[/] "
-                f"saves ~{fmt_time(finding.est_savings_ns)}: {_markup(finding.message)}. "
+                f"saves ~{units.duration(finding.est_savings_ns)}: {_markup(finding.message)}. "
                 f"Fix: {_markup(finding.fix)}"
             )
     for problem in report.problems:
@@ -149,8 +136,8 @@ def _cpu_lines_table(console: Console, report: Report, top: int) -> None:
             str(rank),
             _plain(f"{_line_label(line)} {line.function}{_MARKER[line.precision]}"),
             str(line.precision),
-            fmt_time(line.cpu_ns),
-            _pct(line.cpu_ns, total),
+            units.duration(line.cpu_ns),
+            units.share(line.cpu_ns, total),
         )
     console.print(table)
 
@@ -173,10 +160,10 @@ def _lines_table(console: Console, report: Report, top: int) -> None:
             str(rank),
             _plain(f"{_line_label(line)} {line.function}{_MARKER[line.precision]}"),
             Text(str(regime), style=_REGIME_STYLE[regime]),
-            fmt_time(line.total_ns),
-            _pct(line.total_ns, span),
-            fmt_time(line.gpu_ns),
-            fmt_time(line.idle_ns),
+            units.duration(line.total_ns),
+            units.share(line.total_ns, span),
+            units.duration(line.gpu_ns),
+            units.duration(line.idle_ns),
             str(line.kernels),
             Text(_evidence(line)),
         )
@@ -198,19 +185,19 @@ def _evidence(line: LineReport) -> str:
     """The numbers behind the regime: achieved rate vs the roof, or where the idle time went."""
     parts = []
     if line.regime is Regime.COMPUTE and line.achieved_tflops is not None:
-        parts.append(f"{line.achieved_tflops:.0f} TFLOP/s")
+        parts.append(units.tflops(line.achieved_tflops, whole=True))
     elif line.regime is Regime.MEMORY and line.achieved_gbps is not None:
-        parts.append(f"{line.achieved_gbps:.0f} GB/s")
+        parts.append(units.bandwidth(line.achieved_gbps, whole_gb=True))
     if line.regime is not Regime.OVERHEAD and line.peak_fraction is not None:
-        parts.append(f"{100 * line.peak_fraction:.0f}% of roofline")
+        parts.append(f"{units.percent(line.peak_fraction)} of roofline")
     idle = sorted(((ns, cause) for cause, ns in line.idle_by_cause_ns.items() if ns), reverse=True)
     if line.regime is Regime.OVERHEAD:
         if idle:
-            parts.append("idle " + ", ".join(f"{c} {fmt_time(ns)}" for ns, c in idle[:2]))
+            parts.append("idle " + ", ".join(f"{c} {units.duration(ns)}" for ns, c in idle[:2]))
         if line.kernels and line.time_by_regime_ns[Regime.OVERHEAD] > line.idle_ns:
             parts.append(f"{line.kernels} short kernels")
     if line.backward_gpu_ns:
-        parts.append(f"backward {fmt_time(line.backward_gpu_ns)}")
+        parts.append(f"backward {units.duration(line.backward_gpu_ns)}")
     return " · ".join(parts)
 
 
@@ -223,8 +210,8 @@ def render_diff(diff: Diff, top: int = 20, color: bool = True, width: int = 130)
     console.print(
         _plain(f"brrr-trace diff · {diff.before.trace.path} → {diff.after.trace.path}", "bold")
     )
-    change = f"{100 * (a - b) / b:+.1f}%" if b else "–"
-    console.print(f"Span {fmt_time(b)} → {fmt_time(a)} ({change})")
+    change = units.percent(a - b, b, decimals=1, signed=True) if b else "–"
+    console.print(f"Span {units.duration(b)} → {units.duration(a)} ({change})")
     table = Table(
         box=None,
         pad_edge=False,
@@ -246,9 +233,10 @@ def render_diff(diff: Diff, top: int = 20, color: bool = True, width: int = 130)
         regimes = " → ".join(str(r.regime) for r in (c.before, c.after) if r is not None)
         table.add_row(
             _plain(f"{c.file}:{c.line} {c.function}"),
-            fmt_time(c.before_ns) if c.before else "–",
-            fmt_time(c.after_ns) if c.after else "–",
-            ("+" if c.delta_ns > 0 else "−" if c.delta_ns < 0 else "") + fmt_time(abs(c.delta_ns)),
+            units.duration(c.before_ns) if c.before else "–",
+            units.duration(c.after_ns) if c.after else "–",
+            ("+" if c.delta_ns > 0 else "−" if c.delta_ns < 0 else "")
+            + units.duration(abs(c.delta_ns)),
             regimes,
             f"{c.work_ratio:.1f}" if c.work_ratio else "",
             _plain(c.verdict or c.why_no_verdict or ""),
@@ -257,7 +245,7 @@ def render_diff(diff: Diff, top: int = 20, color: bool = True, width: int = 130)
     for finding in diff.resolved:
         console.print(
             f"[green]Resolved[/] {_markup(finding.rule)} at {_markup(finding.file)}:{finding.line} "
-            f"(estimated {fmt_time(finding.est_savings_ns)})"
+            f"(estimated {units.duration(finding.est_savings_ns)})"
         )
     for finding in diff.new:
         console.print(

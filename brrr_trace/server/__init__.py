@@ -1,9 +1,20 @@
 """The brrr-trace language server (pygls): ``brrr-trace serve`` / ``python -m brrr_trace serve``.
 
-Modules by role: ``app`` (the server and its handlers), ``settings`` (what clients may set),
-``state`` (trace files, the analysis process, the immutable snapshot), ``source`` (the syntax of
-a document), ``actions`` (mechanical fixes), ``convert`` (Report -> LSP types and all wording),
-``logging`` (stderr and window/logMessage). Nothing else in the package imports this one.
+Modules by role, the way requests flow:
+
+- ``app``: ``create_server``, which registers every handler of ``handlers/`` on a
+  ``language_server.BrrrServer`` (the pygls server holding the three parts below);
+- ``handlers/``: one function per notification, request and command (``lifecycle``,
+  ``workspace``, ``documents``, ``requests``, ``commands``); ``names``: the names clients call;
+- ``session``: the state in one place (settings, documents, the loaded trace, the load);
+- ``scheduling``: loading and reloading off the event loop, polling, progress and status;
+- ``client``: what goes to the editor, and what the server asks it;
+- ``convert`` (document features) and ``messages`` (everything else): the wording, pure;
+- ``discovery`` (the trace files), ``analysis`` (the analysis process), ``snapshot`` (the
+  immutable result), ``source`` (the syntax of a document), ``actions`` (mechanical fixes),
+  ``settings`` (what clients may set), ``logging`` (stderr and window/logMessage).
+
+Nothing else in the package imports this one.
 """
 
 from __future__ import annotations
@@ -13,7 +24,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from brrr_trace.server.state import AnalyzeFn
+    from brrr_trace.server.analysis import AnalyzeFn
 
 
 def serve(
@@ -37,9 +48,9 @@ def serve(
         os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
         sys.stdout = sys.stderr
 
+    from brrr_trace.server.analysis import default_analyze
     from brrr_trace.server.app import create_server
     from brrr_trace.server.logging import configure_stderr
-    from brrr_trace.server.state import default_analyze
 
     configure_stderr(verbose)
     server = create_server(analyze or default_analyze)

@@ -1,29 +1,32 @@
-"""Report -> LSP types, and every sentence and number the server shows to a person.
+"""Report -> LSP types for a document: inlay hints, hovers, code lenses, diagnostics, fixes.
 
-The only module of the server that formats for people. Positions arrive as 1-based lines and
-code-point chars (see ``source.py``) and leave as LSP positions: 0-based lines, and characters in
-the client's units (UTF-16 unless the client chose UTF-8 or UTF-32), through pygls' codec.
+Pure functions of the snapshot, the document and the settings; with ``messages.py`` the only
+modules of the server that word things for people (numbers through ``brrr_trace.units``).
+Positions arrive as 1-based lines and code-point chars (see ``source.py``) and leave as LSP
+positions: 0-based lines, and characters in the client's units (UTF-16 unless the client chose
+UTF-8 or UTF-32), through pygls' codec.
 """
 
 from __future__ import annotations
 
-import os
+import bisect
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lsprotocol import types as t
 
-from brrr_trace.render.text import fmt_time
-from brrr_trace.report import Finding, LineReport, Report
-from brrr_trace.server.actions import Edit, Fix
+from brrr_trace import units
+from brrr_trace.report import Finding, LineReport, Report, severity_of_saving
+from brrr_trace.server import messages
+from brrr_trace.server.actions import Edit, Fix, fix_for
+from brrr_trace.server.names import CMD_SHOW_FIX, CMD_SHOW_FUNCTION
 from brrr_trace.server.settings import Settings
+from brrr_trace.server.snapshot import Snapshot
 from brrr_trace.server.source import FunctionSpan, SourceIndex
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
 SOURCE = "brrr-trace"
-CMD_SHOW_FIX = "brrr-trace.showFix"
-CMD_SHOW_FUNCTION = "brrr-trace.showFunction"
 
 _PRECISION_NOTE = {
     Precision.EXACT: "exact: the trace records this call-site line",
@@ -60,19 +63,7 @@ class Positions:
         return t.Range(self.at(line, char), self.at(end_line, end_char))
 
 
-# --- numbers as words -------------------------------------------------------------------------
-
-
-def _pct(part: float, whole: float) -> str:
-    return f"{100 * part / whole:.1f}%" if whole else "–"
-
-
-def _rate_tflops(value: float) -> str:
-    return f"{value:.0f} TFLOP/s" if value >= 10 else f"{value:.1f} TFLOP/s"
-
-
-def _rate_gbps(value: float) -> str:
-    return f"{value / 1000:.2f} TB/s" if value >= 1000 else f"{value:.0f} GB/s"
+# --- kernel names and idle causes ------------------------------------------------------------
 
 
 def short_kernel_name(name: str) -> str:
@@ -104,15 +95,15 @@ def _dominant_idle(line: LineReport) -> tuple[IdleCause, int] | None:
 def hint_label(line: LineReport) -> str:
     """``⏱ 16.3 ms · compute-bound · 808 TFLOP/s (82%)``: time, regime, and its best evidence."""
     if line.regime is None:  # a trace without GPU activity
-        return f"⏱ {fmt_time(line.cpu_ns)} CPU"
-    parts = [f"⏱ {fmt_time(line.total_ns)}", f"{line.regime}-bound"]
-    peak = f" ({100 * line.peak_fraction:.0f}%)" if line.peak_fraction is not None else ""
+        return f"⏱ {units.duration(line.cpu_ns)} CPU"
+    parts = [f"⏱ {units.duration(line.total_ns)}", f"{line.regime}-bound"]
+    peak = f" ({units.percent(line.peak_fraction)})" if line.peak_fraction is not None else ""
     if line.regime == Regime.COMPUTE and line.achieved_tflops is not None:
-        parts.append(_rate_tflops(line.achieved_tflops) + peak)
+        parts.append(units.tflops(line.achieved_tflops) + peak)
     elif line.regime == Regime.MEMORY and line.achieved_gbps is not None:
-        parts.append(_rate_gbps(line.achieved_gbps) + peak)
+        parts.append(units.bandwidth(line.achieved_gbps) + peak)
     elif line.regime == Regime.OVERHEAD and (idle := _dominant_idle(line)) is not None:
-        parts.append(f"{idle[0]} idle {fmt_time(idle[1])}")
+        parts.append(f"{idle[0]} idle {units.duration(idle[1])}")
     return " · ".join(parts)
 
 
@@ -122,9 +113,10 @@ def _bound(line: LineReport) -> str:
 
 def hint_tooltip(line: LineReport, span_ns: int) -> str:
     return (
-        f"{_pct(line.total_ns, span_ns)} of the profiled GPU span: GPU {fmt_time(line.gpu_ns)} in "
+        f"{units.share(line.total_ns, span_ns)} of the profiled GPU span: "
+        f"GPU {units.duration(line.gpu_ns)} in "
         f"{line.kernels} kernel{'s' if line.kernels != 1 else ''}, idle charged here "
-        f"{fmt_time(line.idle_ns)} ({line.precision} line). Hover for the evidence."
+        f"{units.duration(line.idle_ns)} ({line.precision} line). Hover for the evidence."
     )
 
 
@@ -149,6 +141,13 @@ def inlay_hints(
     return hints
 
 
+def hints_in_range(hints: list[t.InlayHint], first: int, last: int) -> list[t.InlayHint]:
+    """The hints (in line order) on 0-based lines ``first..last``."""
+    lo = bisect.bisect_left(hints, first, key=lambda h: h.position.line)
+    hi = bisect.bisect_right(hints, last, key=lambda h: h.position.line)
+    return hints[lo:hi]
+
+
 # --- hover ------------------------------------------------------------------------------------
 
 
@@ -164,42 +163,44 @@ def hover_markdown(
 ) -> str:
     out = [
         f"**brrr-trace** · `{line.function}` line {line.line} · **{_bound(line)}** · "
-        f"**{fmt_time(line.total_ns)}** ({_pct(line.total_ns, span_ns)} of the GPU span)",
+        f"**{units.duration(line.total_ns)}** "
+        f"({units.share(line.total_ns, span_ns)} of the GPU span)",
         "",
         "| regime | time | share of the line |",
         "| :-- | --: | --: |",
     ]
     for regime in Regime:
         ns = line.time_by_regime_ns.get(regime, 0)
-        out.append(f"| {regime} | {fmt_time(ns)} | {_pct(ns, line.total_ns)} |")
+        out.append(f"| {regime} | {units.duration(ns)} | {units.share(ns, line.total_ns)} |")
     out.append("")
     idle = [(c, ns) for c, ns in line.idle_by_cause_ns.items() if ns > 0]
-    idle_text = ", ".join(f"{cause} {fmt_time(ns)}" for cause, ns in idle)
+    idle_text = ", ".join(f"{cause} {units.duration(ns)}" for cause, ns in idle)
     out.append(
-        f"GPU busy {fmt_time(line.gpu_ns)} in {line.kernels} kernel"
-        f"{'s' if line.kernels != 1 else ''} · GPU idle charged here {fmt_time(line.idle_ns)}"
+        f"GPU busy {units.duration(line.gpu_ns)} in {line.kernels} kernel"
+        f"{'s' if line.kernels != 1 else ''} · GPU idle charged here {units.duration(line.idle_ns)}"
         + (f" ({idle_text})" if idle_text else "")
         + (
-            f", of which about {fmt_time(line.profiler_overhead_ns)} is the profiler's own cost"
+            f", of which about {units.duration(line.profiler_overhead_ns)} "
+            "is the profiler's own cost"
             if line.profiler_overhead_ns
             else ""
         )
-        + f" · CPU {fmt_time(line.cpu_ns)}"
-        + (f" · backward {fmt_time(line.backward_gpu_ns)}" if line.backward_gpu_ns else "")
+        + f" · CPU {units.duration(line.cpu_ns)}"
+        + (f" · backward {units.duration(line.backward_gpu_ns)}" if line.backward_gpu_ns else "")
     )
     if line.top_kernels:
         out += ["", "**Kernels**", ""]
         for kernel in line.top_kernels:
             out.append(
                 f"- `{short_kernel_name(kernel.name)}` ({kernel.kind}) ×{kernel.count} — "
-                f"{fmt_time(kernel.total_ns)}"
+                f"{units.duration(kernel.total_ns)}"
             )
     out += ["", _roofline_text(line, report)]
     if findings:
         out += ["", "**Findings**", ""]
         for finding in findings:
             out.append(
-                f"- `{finding.rule}` (saves ~{fmt_time(finding.est_savings_ns)}): "
+                f"- `{finding.rule}` (saves ~{units.duration(finding.est_savings_ns)}): "
                 f"{finding.message} *Fix:* {finding.fix}"
             )
     out += ["", f"*Line {_PRECISION_NOTE.get(line.precision, str(line.precision))}.*"]
@@ -211,13 +212,13 @@ def _roofline_text(line: LineReport, report: Report) -> str:
     device, peak = _device_line(report)
     rates = []
     if line.achieved_tflops is not None:
-        rates.append(f"{_rate_tflops(line.achieved_tflops)} achieved")
+        rates.append(f"{units.tflops(line.achieved_tflops)} achieved")
     if line.achieved_gbps is not None:
         hbm = peak.get("hbm_gbps") if peak else None
-        of_hbm = f" (HBM peak {_rate_gbps(hbm)})" if isinstance(hbm, (int, float)) else ""
-        rates.append(f"{_rate_gbps(line.achieved_gbps)} achieved{of_hbm}")
+        of_hbm = f" (HBM peak {units.bandwidth(hbm)})" if isinstance(hbm, (int, float)) else ""
+        rates.append(f"{units.bandwidth(line.achieved_gbps)} achieved{of_hbm}")
     if line.peak_fraction is not None:
-        rates.append(f"{100 * line.peak_fraction:.0f}% of the roofline")
+        rates.append(f"{units.percent(line.peak_fraction)} of the roofline")
     if line.intensity is not None:
         ridge = f" (ridge {line.ridge:.0f})" if line.ridge is not None else ""
         rates.append(f"intensity {line.intensity:.1f} FLOP/byte{ridge}")
@@ -234,19 +235,46 @@ def function_markdown(
 ) -> str:
     total = sum(line.total_ns for line in lines)
     out = [
-        f"**brrr-trace** · `{function.qualname}` · **{fmt_time(total)}** "
-        f"({_pct(total, span_ns)} of the GPU span) · {regime_mix(lines)}",
+        f"**brrr-trace** · `{function.qualname}` · **{units.duration(total)}** "
+        f"({units.share(total, span_ns)} of the GPU span) · {regime_mix(lines)}",
         "",
         "| line | regime | time |",
         "| --: | :-- | --: |",
     ]
     for line in sorted(lines, key=lambda r: -r.total_ns):
-        out.append(f"| {line.line} | {line.regime or 'CPU only'} | {fmt_time(line.total_ns)} |")
+        out.append(
+            f"| {line.line} | {line.regime or 'CPU only'} | {units.duration(line.total_ns)} |"
+        )
     out += ["", f"*Trace: {trace_name}*"]
     return "\n".join(out)
 
 
-def hover(markdown: str, positions: Positions, line: int) -> t.Hover:
+def hover(snapshot: Snapshot, path: str, positions: Positions, line: int) -> t.Hover | None:
+    """The evidence of a 1-based line; on a ``def`` line without its own, the function's lines."""
+    name = messages.trace_name(snapshot.trace.path)
+    report_line = snapshot.line_at(path, line)
+    if report_line is not None:
+        findings = [f for f in snapshot.findings(path) if f.line == line]
+        markdown = hover_markdown(report_line, snapshot.report, snapshot.span_ns, findings, name)
+        return _hover(markdown, positions, line)
+    function = positions.index.function_defined_on(line)
+    lines = snapshot.function_lines(path, function) if function else ()
+    if function is None or not lines:
+        return None
+    return _hover(function_markdown(function, lines, snapshot.span_ns, name), positions, line)
+
+
+def function_text(snapshot: Snapshot, path: str, index: SourceIndex, def_line: Any) -> str | None:
+    """What ``brrr-trace.showFunction`` shows for the function defined on a 1-based line."""
+    function = index.function_defined_on(def_line)
+    if function is None:
+        return None
+    lines = snapshot.function_lines(path, function)
+    name = messages.trace_name(snapshot.trace.path)
+    return function_markdown(function, lines, snapshot.span_ns, name)
+
+
+def _hover(markdown: str, positions: Positions, line: int) -> t.Hover:
     start, end = positions.index.code_span(line)
     return t.Hover(
         contents=t.MarkupContent(kind=t.MarkupKind.Markdown, value=markdown),
@@ -265,14 +293,14 @@ def regime_mix(lines: Iterable[LineReport]) -> str:
     whole = sum(totals.values())
     if not whole:
         return "no GPU time"
-    return " · ".join(f"{r} {100 * ns / whole:.0f}%" for r, ns in totals.items() if ns > 0)
+    return " · ".join(f"{r} {units.percent(ns, whole)}" for r, ns in totals.items() if ns > 0)
 
 
 def code_lens(
     function: FunctionSpan, lines: Sequence[LineReport], uri: str, positions: Positions
 ) -> t.CodeLens:
     total = sum(line.total_ns for line in lines)
-    title = f"⏱ {fmt_time(total)} in {function.name} · {regime_mix(lines)}"
+    title = f"⏱ {units.duration(total)} in {function.name} · {regime_mix(lines)}"
     return t.CodeLens(
         range=positions.range(
             function.def_line, function.def_char, function.def_line, function.def_char
@@ -281,6 +309,18 @@ def code_lens(
             title=title, command=CMD_SHOW_FUNCTION, arguments=[uri, function.def_line]
         ),
     )
+
+
+def code_lenses(snapshot: Snapshot, path: str, positions: Positions, uri: str) -> list[t.CodeLens]:
+    """A lens on the ``def`` line of each function whose own lines took time."""
+    if not snapshot.lines(path):
+        return []  # nothing measured here: no need to parse the document for its functions
+    lenses = []
+    for function in positions.index.functions:
+        lines = snapshot.function_lines(path, function)
+        if lines and sum(line.total_ns for line in lines) > 0:
+            lenses.append(code_lens(function, lines, uri, positions))
+    return lenses
 
 
 # --- diagnostics ------------------------------------------------------------------------------
@@ -300,19 +340,15 @@ def severity(finding: Finding, span_ns: int, settings: Settings) -> t.Diagnostic
     own = _SEVERITY.get(finding.severity.lower())
     if own is not None and settings.warning_share is None and settings.information_share is None:
         return own
-    warning, information = settings.severity_shares()
-    share = finding.est_savings_ns / span_ns if span_ns > 0 else 0.0
-    if share >= warning:
-        return t.DiagnosticSeverity.Warning
-    if share >= information:
-        return t.DiagnosticSeverity.Information
-    return t.DiagnosticSeverity.Hint
+    return _SEVERITY[
+        severity_of_saving(finding.est_savings_ns, span_ns, *settings.severity_shares())
+    ]
 
 
 def diagnostic_message(finding: Finding, span_ns: int) -> str:
-    saving = f"est. saving {fmt_time(finding.est_savings_ns)}"
+    saving = f"est. saving {units.duration(finding.est_savings_ns)}"
     if span_ns > 0:
-        saving += f", {_pct(finding.est_savings_ns, span_ns)} of the profiled GPU span"
+        saving += f", {units.share(finding.est_savings_ns, span_ns)} of the profiled GPU span"
     return f"{finding.message.rstrip()} ({saving})"
 
 
@@ -342,6 +378,17 @@ def diagnostics(
     return out
 
 
+def document_diagnostics(
+    snapshot: Snapshot, path: str, settings: Settings, positions: Positions, uri: str
+) -> list[t.Diagnostic]:
+    """The diagnostics of every finding in one document."""
+    return [
+        d
+        for f in snapshot.findings(path)
+        for d in diagnostics(f, snapshot.span_ns, settings, positions, uri)
+    ]
+
+
 def diagnostic(
     finding: Finding,
     span_ns: int,
@@ -366,6 +413,41 @@ def diagnostic(
 
 
 # --- code actions -----------------------------------------------------------------------------
+
+
+def code_actions(
+    snapshot: Snapshot,
+    path: str,
+    positions: Positions,
+    settings: Settings,
+    uri: str,
+    lines: tuple[int, int],
+    sent: Sequence[t.Diagnostic],
+) -> list[t.CodeAction]:
+    """A quick fix for each finding on 1-based lines ``lines``: the edit, or how to fix it.
+
+    Each action names the diagnostics the client sent for its finding, else the server's own.
+    """
+    first, last = lines
+    actions = []
+    for finding in snapshot.findings(path):
+        if not first <= finding.line <= last:
+            continue
+        mine = [
+            d
+            for d in sent
+            if d.source == SOURCE
+            and d.code == finding.rule
+            and d.range.start.line == finding.line - 1
+        ]
+        own = diagnostic(finding, snapshot.span_ns, settings, positions)
+        named = mine or ([own] if own else [])
+        fix = fix_for(finding.rule, positions.index, finding.line)
+        if fix is not None:
+            actions.append(fix_action(fix, uri, named, positions))
+        else:
+            actions.append(explain_action(finding, uri, named))
+    return actions
 
 
 def _fix_title(fix: Fix) -> str:
@@ -426,80 +508,5 @@ def fix_explanation(argument: Any) -> str:
     where = f" (line {argument['line']})" if isinstance(argument.get("line"), int) else ""
     text = f"brrr-trace · {rule}{where}: {fix}"
     if isinstance(saving, int) and saving > 0:
-        text += f" Estimated saving: {fmt_time(saving)}."
+        text += f" Estimated saving: {units.duration(saving)}."
     return text
-
-
-# --- messages ---------------------------------------------------------------------------------
-
-
-def trace_name(path: str) -> str:
-    return os.path.basename(path)
-
-
-def progress_begin(path: str) -> t.WorkDoneProgressBegin:
-    return t.WorkDoneProgressBegin(
-        title="brrr-trace", message=f"loading {trace_name(path)}", percentage=0, cancellable=False
-    )
-
-
-def progress_report(path: str, done: int, total: int) -> t.WorkDoneProgressReport:
-    if total > 0 and done >= total:
-        return t.WorkDoneProgressReport(message=f"analyzing {trace_name(path)}", percentage=99)
-    percent = min(99, int(100 * done / total)) if total > 0 else 0
-    return t.WorkDoneProgressReport(
-        message=f"reading {trace_name(path)} ({percent}%)", percentage=percent
-    )
-
-
-def loaded_summary(path: str, report: Report) -> str:
-    util = report.summary.gpu_utilization
-    busy = f"GPU {100 * util:.0f}% busy" if util is not None else "no GPU activity"
-    return f"{trace_name(path)}: {len(report.lines)} lines, {busy}"
-
-
-def progress_end(message: str) -> t.WorkDoneProgressEnd:
-    return t.WorkDoneProgressEnd(message=message)
-
-
-def load_failed(path: str, error: str, bad_input: bool) -> str:
-    if bad_input:
-        return f"brrr-trace could not read the trace {trace_name(path)}: {error}"
-    return (
-        f"brrr-trace could not analyze the trace {trace_name(path)} ({error}). "
-        "The server keeps running; see its log for details."
-    )
-
-
-def settings_problems(problems: Sequence[str]) -> str:
-    return "brrr-trace: some settings were ignored. " + " ".join(problems)
-
-
-def unmapped_message(path: str, files: Sequence[str], mapped_any: bool) -> str:
-    shown = ", ".join(f"`{f}`" for f in files[:5]) + (" ..." if len(files) > 5 else "")
-    if mapped_any:
-        return (
-            f"brrr-trace: {len(files)} source file(s) in {trace_name(path)} map onto no local "
-            f"file: {shown}."
-        )
-    return (
-        f"brrr-trace: none of the source files in {trace_name(path)} ({shown}) map onto this "
-        "workspace. Set brrr-trace.pathMappings or brrr-trace.sourceRoot."
-    )
-
-
-def no_traces_message(globs: Sequence[str]) -> str:
-    return f"brrr-trace: no trace file matches {', '.join(globs)} in the workspace."
-
-
-def pin_missing_message(path: str) -> str:
-    return f"brrr-trace: the chosen trace {path} does not exist; showing the newest one instead."
-
-
-def report_notes(report: Report) -> list[str]:
-    notes = [f"problem in the trace: {p.kind} ({p.count}): {p.detail}" for p in report.problems]
-    return notes + [f"note: {note}" for note in report.notes]
-
-
-def trace_choice(path: str, active: bool) -> str:
-    return f"{trace_name(path)}{' (active)' if active else ''}"

@@ -6,7 +6,7 @@
  * No `vscode` import: `extension.ts` copies these fields onto a `StatusBarItem`.
  */
 
-/** The server's method names (brrr_trace/server/app.py). */
+/** The server's method names (brrr_trace/server/names.py). */
 export const STATUS_NOTIFICATION = 'brrr-trace/status';
 export const CMD_STATUS = 'brrr-trace.status';
 export const CMD_LIST_TRACES = 'brrr-trace.listTraces';

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.report import Finding, Report
-from brrr_trace.server.state import default_analyze
+from brrr_trace.server.analysis import default_analyze
 
 
 def analyze_with_findings(

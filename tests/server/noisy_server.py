@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.report import Report
-from brrr_trace.server.state import default_analyze
+from brrr_trace.server.analysis import default_analyze
 
 
 def noisy_analyze(
@@ -24,14 +24,14 @@ def noisy_analyze(
 
 
 if __name__ == "__main__":
-    from brrr_trace.server import convert, serve
+    from brrr_trace.server import messages, serve
 
-    summary = convert.loaded_summary
+    summary = messages.loaded_summary
 
     def noisy_summary(path: str, report: Report) -> str:
         print("noise from print() in the server process")
         os.write(1, b"noise from os.write(1) in the server process\n")
         return summary(path, report)
 
-    convert.loaded_summary = noisy_summary
+    messages.loaded_summary = noisy_summary
     sys.exit(serve(analyze=noisy_analyze))

@@ -286,7 +286,7 @@ async def test_diagnostics_from_the_pipelines_own_findings(
     await initialize(real_client, workspace)
     await open_and_settle(real_client, workspace)
     from brrr_trace.pipeline import analyze
-    from brrr_trace.render.text import fmt_time
+    from brrr_trace.units import duration as fmt_time
 
     report = analyze(workspace.trace, AnalysisOptions(source_root=str(workspace.root)))
     (finding,) = [f for f in report.findings if f.rule == "host-sync"]

@@ -17,24 +17,17 @@ from brrr_trace.options import DEFAULT_EXCLUDED_FILES, AnalysisOptions
 from brrr_trace.report import Finding, LineReport
 from brrr_trace.server import convert
 from brrr_trace.server.actions import apply_edits, fix_for
+from brrr_trace.server.analysis import AnalysisFailed, AnalysisJob, default_analyze
 from brrr_trace.server.convert import Positions
+from brrr_trace.server.discovery import TraceFile, choose_active, discover, glob_regex
 from brrr_trace.server.settings import (
     DEFAULT_TRACE_GLOBS,
     Settings,
     defaults_by_key,
     parse_settings,
 )
+from brrr_trace.server.snapshot import build_snapshot
 from brrr_trace.server.source import SourceIndex
-from brrr_trace.server.state import (
-    AnalysisFailed,
-    AnalysisJob,
-    TraceFile,
-    build_snapshot,
-    choose_active,
-    default_analyze,
-    discover,
-    glob_regex,
-)
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 from tests.server.lsp_helpers import H200, age
 

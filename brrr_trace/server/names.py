@@ -1,0 +1,13 @@
+"""The names the editor extension calls or listens for (``client/src/status.ts`` repeats them)."""
+
+from __future__ import annotations
+
+CMD_SHOW_FIX = "brrr-trace.showFix"
+CMD_SHOW_FUNCTION = "brrr-trace.showFunction"
+CMD_SELECT_TRACE = "brrr-trace.selectTrace"
+CMD_LIST_TRACES = "brrr-trace.listTraces"
+CMD_RELOAD = "brrr-trace.reload"
+CMD_STATUS = "brrr-trace.status"
+# Sent whenever a load starts, ends or fails, with the ``brrr-trace.status`` command's answer
+# (the VS Code extension's status bar); clients that do not know it ignore it.
+STATUS_NOTIFICATION = "brrr-trace/status"
