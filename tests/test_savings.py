@@ -60,3 +60,19 @@ def test_most_estimates_are_within_a_factor_of_two_of_the_whole_call_gain() -> N
     }
     within = [rule for rule, ratio in ratios.items() if 0.5 <= ratio <= 2.0]
     assert len(within) >= 5, ratios
+
+
+WITHIN_A_QUARTER = [
+    c for c in CHECKS if c[0] not in ("host-sync", "pageable-memcpy", "dataloader-stall")
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "before", "after"), WITHIN_A_QUARTER, ids=[c[0] for c in WITHIN_A_QUARTER]
+)
+def test_replayed_estimate_is_within_a_quarter_of_the_steady_state_gain(
+    rule: str, before: str, after: str
+) -> None:
+    # host-sync (1.6x), pageable-memcpy (0.76x) and dataloader-stall (1.28x) are not yet: README.
+    estimate, measured = estimate_ms(rule, before), steady_gain_ms(before, after)
+    assert 0.75 <= estimate / measured <= 1.25, (estimate, measured)

@@ -127,7 +127,8 @@ class StepGraph:
         clocks: list[int] = []
         spans: list[tuple[int, int]] = []
         self._replay(Fix("baseline"), clocks, spans)
-        host_end = clocks[e1] if e1 < len(clocks) else clocks[-1] + self.tail
+        last_call = CALL_NS if self.blocks[-1] else self.own[-1]
+        host_end = clocks[e1] if e1 < len(clocks) else clocks[-1] + last_call + self.tail
         gpu = [spans[e] for e in range(e0, e1) if spans[e][1] > spans[e][0]]
         gpu_span = max(end for _, end in gpu) - min(begin for begin, _ in gpu) if gpu else 0
         return max(host_end - clocks[e0], gpu_span)
@@ -226,7 +227,12 @@ def build_graph(
             event_of_op[list(opr)] = i
     fixed = np.flatnonzero(event_of_op == NONE)
     fixed = fixed[np.argsort(gpu.start_ns[fixed], kind="stable")]
-    end_of_trace = int(max(host.end_ns.max(initial=0), gpu.end_ns.max(initial=0)))
+    end_of_trace = int(
+        max(
+            table.end_ns.max(initial=0)
+            for table in (host, gpu, trace.cpu_ops, trace.frames)
+        )
+    )
     last_host = int(reach[-1]) if len(rows) else 0
     tail_cost = (
         int(locator.profiler_cost_between(threads[-1:], reach[-1:], np.array([end_of_trace]))[0])

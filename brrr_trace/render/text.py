@@ -12,7 +12,7 @@ from rich.text import Text
 from brrr_trace import units
 from brrr_trace.diff import Diff
 from brrr_trace.render.safe_text import terminal_safe
-from brrr_trace.report import LineReport, Report
+from brrr_trace.report import Finding, LineReport, Report, StepsReport
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
 _REGIME_STYLE = {Regime.COMPUTE: "green", Regime.MEMORY: "cyan", Regime.OVERHEAD: "magenta"}
@@ -26,6 +26,21 @@ def _plain(text: str, style: str = "") -> Text:
 def _markup(text: str) -> str:
     """Trace text to embed in a markup string: neutralised, and ``[`` escaped."""
     return escape(terminal_safe(text))
+
+
+def _steps_line(steps: StepsReport) -> str:
+    line = (
+        f"Steps: {steps.count} ProfilerStep(s), median {units.duration(steps.median_ns)}"
+        f" (spread {units.duration(steps.spread_ns)})"
+    )
+    if steps.replayed_ns is not None:
+        line += f" · without the profiler's own cost ~{units.duration(steps.replayed_ns)} a step"
+    return line
+
+
+def _per_step(finding: Finding) -> str:
+    per_step = finding.est_savings_per_step_ns
+    return f" ({units.duration(per_step)} a step)" if per_step is not None else ""
 
 
 def _line_label(line: LineReport) -> str:
@@ -75,6 +90,8 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
             for r, ns in s.time_by_regime_ns.items()
         )
         console.print(f"Time by regime: {regimes}")
+        if report.steps is not None:
+            console.print(_steps_line(report.steps))
         unplaced = s.unattributed_gpu_ns + s.unattributed_idle_ns
         if unplaced:
             console.print(
@@ -90,7 +107,8 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
         for finding in report.findings[:top]:
             console.print(
                 f"  {_markup(finding.file)}:{finding.line} [bold]{_markup(finding.rule)}[/] "
-                f"saves ~{units.duration(finding.est_savings_ns)}: {_markup(finding.message)}. "
+                f"saves ~{units.duration(finding.est_savings_ns)}{_per_step(finding)}: "
+                f"{_markup(finding.message)}. "
                 f"Fix: {_markup(finding.fix)}"
             )
     for problem in report.problems:
