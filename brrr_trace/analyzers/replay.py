@@ -228,10 +228,7 @@ def build_graph(
     fixed = np.flatnonzero(event_of_op == NONE)
     fixed = fixed[np.argsort(gpu.start_ns[fixed], kind="stable")]
     end_of_trace = int(
-        max(
-            table.end_ns.max(initial=0)
-            for table in (host, gpu, trace.cpu_ops, trace.frames)
-        )
+        max(table.end_ns.max(initial=0) for table in (host, gpu, trace.cpu_ops, trace.frames))
     )
     last_host = int(reach[-1]) if len(rows) else 0
     tail_cost = (

@@ -182,9 +182,7 @@ def host_sync(ctx: RuleContext) -> Iterator[RawFinding]:
     # A replay per line: the lines whose syncs drained the queue for longest, a few at most.
     ranked = sorted(
         ctx.timeline.sync_waits.items(),
-        key=lambda item: (
-            -(by_line[item[0]].idle_by_cause.get(IdleCause.SYNC, 0)) if item[0] in by_line else 0
-        ),
+        key=lambda item: -ctx.timeline.sync_gaps.get(item[0], 0),
     )[: ctx.options.max_replayed_lines]
     for line_id, waits in ranked:
         cost = by_line.get(line_id)
@@ -197,7 +195,7 @@ def host_sync(ctx: RuleContext) -> Iterator[RawFinding]:
         )
         # The GPU gains at most the idle the waits left it (the replay's clock model is coarser
         # than that measurement).
-        saving = min(saving, cost.idle_by_cause.get(IdleCause.SYNC, 0))
+        saving = min(saving, ctx.timeline.sync_gaps.get(line_id, 0))
         if not ctx.worth_it(saving):
             continue
         blocked = int((host.end_ns[list(waits)] - host.start_ns[list(waits)]).sum())
@@ -207,11 +205,11 @@ def host_sync(ctx: RuleContext) -> Iterator[RawFinding]:
             saving,
             f"the host waits for the GPU on this line (.item(), .cpu(), print, synchronize) "
             f"{len(waits)} time(s), {_ms(blocked)} in all; the queue drains and the GPU idles "
-            f"{_ms(cost.idle_by_cause.get(IdleCause.SYNC, 0))} until the host catches up",
+            f"{_ms(ctx.timeline.sync_gaps.get(line_id, 0))} until the host catches up",
             "Keep the value on the GPU (accumulate a tensor) and read it once per step or every "
             'N steps; torch.cuda.set_sync_debug_mode("warn") finds hidden syncs.',
             {
-                "sync_idle_us": round(cost.idle_by_cause.get(IdleCause.SYNC, 0) / 1e3, 1),
+                "sync_idle_us": round(ctx.timeline.sync_gaps.get(line_id, 0) / 1e3, 1),
                 "blocked_us": round(blocked / 1e3, 1),
                 **evidence,
             },

@@ -78,6 +78,8 @@ class Timeline:
     profiler_charges: dict[tuple[int, IdleCause], int] = field(default_factory=dict)
     # line id -> the blocking calls (host rows) on it after which the GPU's queue ran dry.
     sync_waits: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    # line id -> the whole GPU idle after its blocking calls, wherever the rest of it is charged.
+    sync_gaps: dict[int, int] = field(default_factory=dict)
     # Every blocking host call: syncs, synchronous copies, device-to-host copies.
     blocking_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
@@ -90,6 +92,7 @@ def build_timeline(
     charges: dict[tuple[int, IdleCause], int] = {}
     profiler: dict[tuple[int, IdleCause], int] = {}
     waits: dict[int, set[int]] = {}
+    sync_gaps: dict[int, int] = {}
     sync = _sync_calls(trace, ops)
     devices = []
     for device in np.unique(gpu.device).tolist():
@@ -103,7 +106,7 @@ def build_timeline(
         gap_start, gap_end = before[is_gap], start[is_gap]
         cause = _classify(
             trace, ops, locator, options, sync, gap_start, gap_end, gap_rows, charges, profiler,
-            waits,
+            waits, sync_gaps,
         )  # fmt: skip
         devices.append(
             DeviceTimeline(
@@ -123,6 +126,7 @@ def build_timeline(
         idle_charges=charges,
         profiler_charges=profiler,
         sync_waits={line: tuple(sorted(w)) for line, w in waits.items()},
+        sync_gaps=sync_gaps,
         blocking_rows=sync.row,
     )
 
@@ -173,6 +177,7 @@ def _classify(
     charges: dict[tuple[int, IdleCause], int],
     profiler: dict[tuple[int, IdleCause], int],
     waits: dict[int, set[int]],
+    sync_gaps: dict[int, int],
 ) -> np.ndarray:
     host = trace.host_calls
     n = len(g0)
@@ -213,12 +218,35 @@ def _classify(
     is_sync = sync_row != NONE
     cause[is_sync] = _CAUSE_CODE[IdleCause.SYNC]
     if is_sync.any():
-        sync_threads = host.thread[sync_row[is_sync]]
-        sync_lines = locator.lines_at(sync_threads, host.start_ns[sync_row[is_sync]])
-        cost = profiler_cost(sync_threads, g0[is_sync], g1[is_sync])
-        charge_many(sync_lines, (g1 - g0)[is_sync], IdleCause.SYNC, cost)
-        for line, row in zip(sync_lines.tolist(), sync_row[is_sync].tolist(), strict=True):
+        rows = sync_row[is_sync]
+        sync_threads = host.thread[rows]
+        sync_lines = locator.lines_at(sync_threads, host.start_ns[rows])
+        a, b = g0[is_sync], g1[is_sync]
+        # The sync line owns the gap while the host sat in the call. Once it returned, the host
+        # went on: time in the DataLoader belongs to the line that asked for the batch, the
+        # rest to the line whose launch ends the gap (the work the host was getting to).
+        returned = np.clip(host.end_ns[rows], a, b)
+        cost = profiler_cost(sync_threads, a, returned)
+        charge_many(sync_lines, returned - a, IdleCause.SYNC, cost)
+        after = np.flatnonzero(returned < b)
+        later = profiler_cost(sync_threads[after], returned[after], b[after])
+        next_line = ops.line[next_rows[is_sync]]
+        loading = len(locator.dataloader_rows) > 0
+        for k, c in zip(after.tolist(), later.tolist(), strict=True):
+            length = int(b[k] - returned[k])
+            thread_k, t0, t1 = int(sync_threads[k]), int(returned[k]), int(b[k])
+            covered, caller = locator.dataloader_wait(thread_k, t0, t1) if loading else (0, NONE)
+            if caller == NONE:
+                covered = 0
+            rest_owner = int(next_line[k]) if next_line[k] != NONE else int(sync_lines[k])
+            for owner, ns in ((caller, covered), (rest_owner, length - covered)):
+                if ns > 0:
+                    charge(owner, IdleCause.SYNC, ns, c * ns // length)
+        for line, row, gap in zip(
+            sync_lines.tolist(), rows.tolist(), (b - a).tolist(), strict=True
+        ):
             waits.setdefault(line, set()).add(row)
+            sync_gaps[line] = sync_gaps.get(line, 0) + gap
 
     undecided = ~is_sync
     # dataloader: the launching thread was inside DataLoader.__next__ for most of the gap.

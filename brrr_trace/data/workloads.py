@@ -334,7 +334,7 @@ def cpu_tensor_each_step(device: torch.device, scale: float = 1.0, steps: int = 
     w = torch.zeros(n, n, device=device)
     for _ in range(steps):
         noise = torch.randn(n, n).to(device)  # expect: overhead
-        w = w + noise  # expect: memory
+        w = w + noise  # expect: overhead (launched as the blocking copy above returns)
     return w
 
 
