@@ -68,7 +68,7 @@ class BackwardIndex:
     def _node_sequences(self) -> np.ndarray:
         """Sequence number of each engine event; from the node's own op when hooks hid it."""
         cpu, strings = self.trace.cpu_ops, self.trace.strings
-        seq = cpu.sequence[self.rows].copy()
+        seq: np.ndarray = cpu.sequence[self.rows].copy()
         missing = np.flatnonzero(seq == NO_ID)
         if not len(missing):
             return seq
