@@ -1,4 +1,5 @@
-"""Which statement issued each event of a frame invocation: a global alignment (DESIGN §5).
+"""Which statement issued each event of a frame invocation: a global alignment
+(docs/architecture.md §5).
 
 The events directly inside one invocation of a function (child frames and ATen ops, in order)
 are aligned with the slots of its body (``source.Body``: what each statement can produce, in

@@ -1,4 +1,4 @@
-"""From a GPU op to the source line that caused it (DESIGN §3, §5).
+"""From a GPU op to the source line that caused it (docs/architecture.md §3, §5).
 
 GPU op -> launching API call by ``correlation`` (the one link valid in every torch version);
 launch -> innermost CPU op and innermost *user* Python frame on the same thread by time

@@ -1,4 +1,4 @@
-"""Backward ops to the forward code that made them (DESIGN §5).
+"""Backward ops to the forward code that made them (docs/architecture.md §5).
 
 The autograd engine runs a node's backward inside an ``autograd::engine::evaluate_function: X``
 event. Its ``Sequence number`` is the node's: the value of the forward thread's counter when the

@@ -1,4 +1,4 @@
-"""Findings: what to fix, on which line, and the time each fix would save (DESIGN §7).
+"""Findings: what to fix, on which line, and the time each fix would save (docs/architecture.md §7).
 
 Every rule reads the evidence the other analyzers left (kernels per line, roofline numbers, idle
 by cause, the profiler's estimated own cost) and estimates its saving from that evidence only.
@@ -66,7 +66,7 @@ class RuleContext:
 
     @property
     def graph(self) -> StepGraph:
-        """The trace as a replayable graph, built on first use (DESIGN §7)."""
+        """The trace as a replayable graph, built on first use (docs/architecture.md §7)."""
         if self._graph is None:
             self._graph = build_graph(
                 self.trace, self.ops, self.locator, self.timeline.blocking_rows, self.options
