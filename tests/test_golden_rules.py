@@ -4,6 +4,7 @@ whole finding, and quiet where its condition does not hold. One screen per case.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from brrr_trace.pipeline import analyze
 from brrr_trace.report import Finding
@@ -15,6 +16,13 @@ ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor
 
 def findings(path: Path, rule: str) -> list[Finding]:
     return [f for f in analyze(path).findings if f.rule == rule]
+
+
+def on_step(rule: str, line: int, **fields: Any) -> Finding:
+    """A warning on the line of train.py's ``step`` (no local train.py: ``path`` None)."""
+    doc = f"docs/rules/{rule}.md"
+    where: dict[str, Any] = {"file": "train.py", "path": None, "function": "step", "lines": (line,)}
+    return Finding(rule=rule, severity="warning", line=line, doc=doc, **where, **fields)
 
 
 def small_kernels(blocks: int) -> list[dict]:
@@ -29,21 +37,15 @@ def small_kernels(blocks: int) -> list[dict]:
 def test_small_grid_fires_on_kernels_with_fewer_blocks_than_sms(tmp_path: Path) -> None:
     # The H200 has 132 SMs; 33 blocks leave three quarters of it idle: 10 × 100 µs × 0.75.
     (finding,) = findings(write(tmp_path / "t.json", small_kernels(blocks=33)), "small-grid")
-    assert finding == Finding(
-        rule="small-grid",
-        severity="warning",
-        file="train.py",
-        path=None,
-        line=3,
+    assert finding == on_step(
+        "small-grid",
+        3,
         message="10 kernels launch as few as 33 blocks on a GPU with 132 SMs: most of the chip "
         "sits idle while they run",
         fix="Give the kernel more parallel work: a larger batch, fusing with neighbours "
         "(torch.compile), or a different split of the problem.",
         est_savings_ns=750_000,
-        function="step",
         evidence={"kernels": 10, "min_blocks": 33, "sms": 132},
-        doc="docs/rules/small-grid.md",
-        lines=(3,),
     )
 
 
@@ -69,20 +71,14 @@ def test_exposed_communication_fires_on_a_collective_with_nothing_beside_it(
     # 200 µs exposed, but overlap could hide it only behind the 100 µs of compute there is.
     trace = write(tmp_path / "t.json", all_reduce_after_compute(overlapped=False))
     (finding,) = findings(trace, "exposed-communication")
-    assert finding == Finding(
-        rule="exposed-communication",
-        severity="warning",
-        file="train.py",
-        path=None,
-        line=7,
+    assert finding == on_step(
+        "exposed-communication",
+        7,
         message="collective kernels run 0.20 ms with no computation beside them",
         fix="Overlap communication with compute: DDP bucket_cap_mb, no_sync() during gradient "
         "accumulation, FSDP prefetching.",
         est_savings_ns=100_000,
-        function="step",
         evidence={"exposed_us": 200.0},
-        doc="docs/rules/exposed-communication.md",
-        lines=(7,),
     )
 
 
