@@ -1,6 +1,6 @@
 """Build a ~1 GB trace from a real one and time brrr-trace against orjson and HTA on it.
 
-DESIGN §11: the whole analysis of a 1 GB trace must take less wall time than a bare
+docs/architecture.md §11: the whole analysis of a 1 GB trace must take less wall time than a bare
 ``orjson.loads`` of the same file, peak RSS must stay below the file's size, and it must be at
 least 10x faster than Holistic Trace Analysis's idle-time + temporal breakdown.
 

@@ -376,7 +376,8 @@ def run_brrr(path: Path) -> tuple[float | None, float | None, float | None, str 
 
 # -- explaining differences ---------------------------------------------------------------------
 
-TOLERANCE = 0.01  # DESIGN §4: agree with HTA within 1 % where both define the same quantity
+# docs/architecture.md §4: agree with HTA within 1 % where both define the same quantity.
+TOLERANCE = 0.01
 
 
 def relative(a: float | None, b: float | None) -> float | None:

@@ -1,9 +1,9 @@
 """Language-server latency: inlay hints once a trace is loaded, and requests while one loads.
 
-DESIGN §11: inlay hints answered in under 10 ms (p95) once a trace is loaded; while a 100 MB
-trace loads, hover and hint requests are still answered within 50 ms. Every time here is a round
-trip measured at a bare JSON-RPC client over stdio to ``python -m brrr_trace serve``: the
-server's work, JSON on both sides and the pipes.
+docs/architecture.md §11: inlay hints answered in under 10 ms (p95) once a trace is loaded;
+while a 100 MB trace loads, hover and hint requests are still answered within 50 ms. Every time
+here is a round trip measured at a bare JSON-RPC client over stdio to ``python -m brrr_trace
+serve``: the server's work, JSON on both sides and the pipes.
 
 Usage (from the repository root):
 

@@ -319,7 +319,7 @@ class _BarProgress:
         self._progress.update(self._task, completed=done, total=total)
 
 
-def _progress(trace: Path):  # type: ignore[no-untyped-def]
+def _progress(trace: Path) -> _BarProgress | nullcontext[None]:
     try:
         big = trace.is_file() and trace.stat().st_size >= _PROGRESS_MIN_BYTES
     except OSError:

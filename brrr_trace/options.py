@@ -28,7 +28,8 @@ class AnalysisOptions:
     # Host and device clocks disagree by a few µs; a sync call that ends this close to the start
     # of a gap still drained the queue.
     clock_tolerance_ns: int = 2_000
-    # Kernels shorter than this cannot be anything but launch-latency bound (DESIGN §6).
+    # Kernels shorter than this cannot be anything but launch-latency bound
+    # (docs/architecture.md §6).
     tiny_kernel_ns: int = 5_000
     # What the profiler itself costs the host per event it records (shapes + stacks, CPU +
     # CUDA), fitted so that the replay of each H200 real-code trace (tests/data/realcode) gives

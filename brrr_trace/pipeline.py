@@ -6,6 +6,7 @@ import dataclasses
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -325,7 +326,7 @@ def _finding(
     )
 
 
-def _sm_count(props: dict, peak: GpuPeak | None) -> int | None:  # type: ignore[type-arg]
+def _sm_count(props: dict[str, Any], peak: GpuPeak | None) -> int | None:
     for key in ("numSms", "multiProcessorCount"):
         value = props.get(key)
         if isinstance(value, int) and value > 0:
@@ -337,7 +338,7 @@ def _scaled(value: float | None, factor: float) -> float | None:
     return None if value is None else value * factor
 
 
-def _device_props(trace: Trace, device: int | None) -> dict | None:  # type: ignore[type-arg]
+def _device_props(trace: Trace, device: int | None) -> dict[str, Any] | None:
     props = {p.get("id"): p for p in trace.device_properties if isinstance(p.get("id"), int)}
     prop = props.get(device)
     if prop is None and len(trace.device_properties) == 1:

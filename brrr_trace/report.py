@@ -1,4 +1,4 @@
-"""The report: the one versioned output contract (DESIGN §8).
+"""The report: the one versioned output contract (docs/architecture.md §8).
 
 Inside, times are integer nanoseconds; ``render.json`` writes the contract's microsecond fields.
 Fields may be added, never renamed or given another meaning.
@@ -79,7 +79,8 @@ class LineReport:
     ridge: float | None = None  # FLOP per byte where the device's roofline bends
     top_kernels: tuple[KernelStat, ...] = ()
     findings: tuple[str, ...] = ()
-    # Part of idle_ns that is the profiler's own cost on the host (estimated, DESIGN §6).
+    # Part of idle_ns that is the profiler's own cost on the host (estimated,
+    # docs/architecture.md §4).
     profiler_overhead_ns: int = 0
     # gpu_ns plus the GPU time of the code the line calls (user functions, a model), forward
     # and backward.
@@ -154,7 +155,8 @@ class Report:
     findings: tuple[Finding, ...] = ()
     problems: tuple[ProblemReport, ...] = ()
     notes: tuple[str, ...] = field(default=())
-    # Source files named by lines that map to no local file (DESIGN §5: never guess silently).
+    # Source files named by lines that map to no local file (docs/architecture.md §5: never
+    # guess silently).
     unmapped_files: tuple[str, ...] = ()
     steps: StepsReport | None = None
     schema_version: int = SCHEMA_VERSION

@@ -37,7 +37,7 @@ class Regime(_Word):
 
 
 class IdleCause(_Word):
-    """Why the GPU sat idle in a gap (DESIGN §4)."""
+    """Why the GPU sat idle in a gap (docs/architecture.md §4)."""
 
     SYNC = "sync"
     DATALOADER = "dataloader"
@@ -47,7 +47,7 @@ class IdleCause(_Word):
 
 
 class Precision(_Word):
-    """How precisely a result is placed on a source line (DESIGN §5)."""
+    """How precisely a result is placed on a source line (docs/architecture.md §5)."""
 
     EXACT = "exact"
     RECOVERED = "recovered"

@@ -1,4 +1,4 @@
-"""Property-based checks over random event lists (DESIGN §10)."""
+"""Property-based checks over random event lists (docs/architecture.md §10)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from brrr_trace.errors import NotATraceError
 from brrr_trace.pipeline import analyze
+from brrr_trace.render.json import render as render_json
 from brrr_trace.traces import load
-from tests.tracebuilder import frame, kernel, launch
+from tests.tracebuilder import frame, kernel, launch, runtime
 
 spans = st.lists(
     st.tuples(
@@ -22,10 +23,14 @@ spans = st.lists(
         st.integers(0, 2),  # stream
         st.integers(-50, 50),  # launch offset from start; some launches come after the kernel
         st.booleans(),  # has a launch in the trace
+        st.booleans(),  # the host waits for it (cudaStreamSynchronize after the launch)
     ),
     min_size=1,
     max_size=40,
 )
+# The host thread runs one user function after another (each its own line), with gaps between
+# them where no frame can take the time.
+functions = st.lists(st.tuples(st.integers(50, 1500), st.booleans()), min_size=1, max_size=8)
 
 
 def naive_union(intervals: list[tuple[int, int]]) -> int:
@@ -35,31 +40,69 @@ def naive_union(intervals: list[tuple[int, int]]) -> int:
     return len(covered)
 
 
-@settings(max_examples=60, deadline=None)
-@given(spans)
-def test_busy_is_the_union_and_everything_adds_up(
-    events: list[tuple[int, int, int, int, bool]],
-) -> None:
-    trace = [frame("train.py(1): main", -100.0, 6_000.0)]
-    for corr, (start, dur, stream, offset, launched) in enumerate(events, start=1):
+def random_trace(
+    events: list[tuple[int, int, int, int, bool, bool]], calls: list[tuple[int, bool]]
+) -> list[dict]:
+    trace, t = [], -100.0
+    for k, (length, runs) in enumerate(calls):
+        if runs:
+            trace.append(frame(f"train.py({10 * k + 1}): step_{k}", t, float(length)))
+        t += float(length)
+    for corr, (start, dur, stream, offset, launched, waits) in enumerate(events, start=1):
         trace.append(kernel("void at::elementwise_kernel", float(start), float(dur), corr, stream))
         if launched:
-            trace.append(launch(float(max(start + offset, -99)), corr))
+            at = float(max(start + offset, -99))
+            trace.append(launch(at, corr))
+            if waits:
+                trace.append(runtime("cudaStreamSynchronize", at + 2.0, start + dur - at))
+    return trace
+
+
+def negative_times(value: object, where: str = "") -> list[str]:
+    """Every number of the JSON report under a time, count or size key that is below zero."""
+    if isinstance(value, dict):
+        return [bad for key, v in value.items() for bad in negative_times(v, f"{where}.{key}")]
+    if isinstance(value, list):
+        return [bad for k, v in enumerate(value) for bad in negative_times(v, f"{where}[{k}]")]
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+        return [f"{where} = {value}"]
+    return []
+
+
+@settings(max_examples=60, deadline=None)
+@given(spans, functions)
+def test_busy_is_the_union_and_everything_adds_up(
+    events: list[tuple[int, int, int, int, bool, bool]], calls: list[tuple[int, bool]]
+) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "t.json"
-        path.write_text(json.dumps({"traceEvents": trace}))
+        path.write_text(json.dumps({"traceEvents": random_trace(events, calls)}))
         report = analyze(path)
     s = report.summary
     first = min(e[0] for e in events)
     last = max(e[0] + e[1] for e in events)
+    span = 1000 * (last - first)
+    assert report.trace.span_ns == span
     assert s.gpu_busy_ns == 1000 * naive_union([(e[0], e[1]) for e in events])
-    assert s.gpu_busy_ns + s.gpu_idle_ns == 1000 * (last - first)
+    assert s.gpu_busy_ns + s.gpu_idle_ns == span
+    if span:
+        assert s.gpu_utilization == s.gpu_busy_ns / span
+        assert 0.0 <= s.gpu_utilization <= 1.0
+    else:
+        assert s.gpu_utilization is None
     assert sum(s.idle_by_cause_ns.values()) == s.gpu_idle_ns
-    assert sum(s.time_by_regime_ns.values()) == s.gpu_busy_ns + s.gpu_idle_ns
-    on_lines = sum(line.gpu_ns + line.idle_ns for line in report.lines)
-    assert (
-        on_lines + s.unattributed_gpu_ns + s.unattributed_idle_ns == s.gpu_busy_ns + s.gpu_idle_ns
-    )
+    assert sum(s.time_by_regime_ns.values()) == span
+    # Every ns of the span is on exactly one line or in the unattributed rest: nothing is
+    # counted twice, nothing lost.
+    assert sum(line.gpu_ns for line in report.lines) + s.unattributed_gpu_ns == s.gpu_busy_ns
+    assert sum(line.idle_ns for line in report.lines) + s.unattributed_idle_ns == s.gpu_idle_ns
+    for line in report.lines:
+        assert sum(line.idle_by_cause_ns.values()) == line.idle_ns
+        assert sum(line.time_by_regime_ns.values()) == line.total_ns
+        assert 0 <= line.profiler_overhead_ns <= line.idle_ns
+        assert line.inclusive_gpu_ns >= line.gpu_ns
+    assert 0 <= s.profiler_overhead_ns <= s.gpu_idle_ns
+    assert not negative_times(json.loads(render_json(report)))
 
 
 json_values = st.recursive(

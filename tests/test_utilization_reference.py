@@ -1,4 +1,5 @@
-"""brrr-trace's GPU utilization equals a plain, independent union of GPU intervals (DESIGN §4).
+"""brrr-trace's GPU utilization equals a plain, independent union of GPU intervals
+(docs/architecture.md §4).
 
 The reference here shares no code with brrr-trace's loader: stdlib ``json`` + ``gzip``, floats
 kept as text and converted with ``Decimal`` so that 16-digit epoch-µs timestamps keep their ns,

@@ -1,4 +1,5 @@
-"""Which statement issued each event of a frame invocation: a global alignment (DESIGN §5).
+"""Which statement issued each event of a frame invocation: a global alignment
+(docs/architecture.md §5).
 
 The events directly inside one invocation of a function (child frames and ATen ops, in order)
 are aligned with the slots of its body (``source.Body``: what each statement can produce, in
@@ -47,9 +48,10 @@ def align(
                 continue
             row = np.where(on_line, _ANCHOR, 0.0)
         else:
-            row = by_event.get(event)
-            if row is None:
-                row = by_event[event] = np.array([s.matches(event) for s in slots], dtype=float)
+            cached = by_event.get(event)
+            if cached is None:
+                cached = by_event[event] = np.array([s.matches(event) for s in slots], dtype=float)
+            row = cached
             if not row.any():
                 continue
         scores.append(row)
@@ -101,7 +103,7 @@ def _arrivals(prev: np.ndarray, idx: np.ndarray, loops: tuple[tuple[int, int], .
     lifted = prev[:n] + _SKIP * idx
     # Forward from a slot i < j: prev[i] - SKIP * (j - i - 1); from the start: prev[n] - SKIP * j.
     ahead = np.concatenate(([-np.inf], np.maximum.accumulate(lifted)[:-1]))
-    best = np.maximum(ahead - _SKIP * (idx - 1), prev[n] - _SKIP * idx)
+    best: np.ndarray = np.maximum(ahead - _SKIP * (idx - 1), prev[n] - _SKIP * idx)
     for a, b in loops:
         if b <= a:
             continue
@@ -113,14 +115,20 @@ def _arrivals(prev: np.ndarray, idx: np.ndarray, loops: tuple[tuple[int, int], .
 
 
 def _value_at(
-    before: np.ndarray, score: np.ndarray, j: int, idx: np.ndarray, loops: tuple
+    before: np.ndarray,
+    score: np.ndarray,
+    j: int,
+    idx: np.ndarray,
+    loops: tuple[tuple[int, int], ...],
 ) -> float:
     if score[j] <= 0:
         return -np.inf
     return float(score[j] + _arrivals(before, idx, loops)[j])
 
 
-def _came_from(before: np.ndarray, j: int, idx: np.ndarray, loops: tuple) -> int:
+def _came_from(
+    before: np.ndarray, j: int, idx: np.ndarray, loops: tuple[tuple[int, int], ...]
+) -> int:
     """The state the best path to slot j came from (the same costs as ``_arrivals``)."""
     n = len(idx)
     cost = np.full(n + 1, -np.inf)

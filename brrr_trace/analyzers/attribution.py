@@ -1,4 +1,4 @@
-"""From a GPU op to the source line that caused it (DESIGN §3, §5).
+"""From a GPU op to the source line that caused it (docs/architecture.md §3, §5).
 
 GPU op -> launching API call by ``correlation`` (the one link valid in every torch version);
 launch -> innermost CPU op and innermost *user* Python frame on the same thread by time
@@ -442,7 +442,8 @@ class Locator:
             for starts, cost in zip(traced, costs, strict=True):
                 count = np.searchsorted(starts, b[sel]) - np.searchsorted(starts, a[sel])
                 out[sel] += count * cost
-        return np.minimum(out, b - a)
+        capped: np.ndarray = np.minimum(out, b - a)
+        return capped
 
     def _traced_starts(self, thread: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Start times of what the profiler recorded on a thread: Python frames, ATen ops, CUDA

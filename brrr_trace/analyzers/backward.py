@@ -1,4 +1,4 @@
-"""Backward ops to the forward code that made them (DESIGN §5).
+"""Backward ops to the forward code that made them (docs/architecture.md §5).
 
 The autograd engine runs a node's backward inside an ``autograd::engine::evaluate_function: X``
 event. Its ``Sequence number`` is the node's: the value of the forward thread's counter when the
@@ -68,7 +68,7 @@ class BackwardIndex:
     def _node_sequences(self) -> np.ndarray:
         """Sequence number of each engine event; from the node's own op when hooks hid it."""
         cpu, strings = self.trace.cpu_ops, self.trace.strings
-        seq = cpu.sequence[self.rows].copy()
+        seq: np.ndarray = cpu.sequence[self.rows].copy()
         missing = np.flatnonzero(seq == NO_ID)
         if not len(missing):
             return seq

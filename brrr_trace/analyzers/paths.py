@@ -1,4 +1,5 @@
-"""Mapping trace paths (shortened, from another machine) onto local files (DESIGN §5)."""
+"""Mapping trace paths (shortened, from another machine) onto local files
+(docs/architecture.md §5)."""
 
 from __future__ import annotations
 

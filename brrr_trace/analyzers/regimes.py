@@ -1,8 +1,8 @@
 """Per-line cost, split into compute, memory and overhead time; the largest names the regime.
 
 A line's cost is the GPU busy time of its kernels plus the GPU idle time charged to it
-(DESIGN §6). Busy time is counted exclusively (``Timeline.exclusive_ns``), so lines add up to the
-device's busy time even when streams overlap.
+(docs/architecture.md §6). Busy time is counted exclusively (``Timeline.exclusive_ns``), so
+lines add up to the device's busy time even when streams overlap.
 """
 
 from __future__ import annotations

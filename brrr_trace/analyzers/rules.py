@@ -1,4 +1,4 @@
-"""Findings: what to fix, on which line, and the time each fix would save (DESIGN §7).
+"""Findings: what to fix, on which line, and the time each fix would save (docs/architecture.md §7).
 
 Every rule reads the evidence the other analyzers left (kernels per line, roofline numbers, idle
 by cause, the profiler's estimated own cost) and estimates its saving from that evidence only.
@@ -66,7 +66,7 @@ class RuleContext:
 
     @property
     def graph(self) -> StepGraph:
-        """The trace as a replayable graph, built on first use (DESIGN §7)."""
+        """The trace as a replayable graph, built on first use (docs/architecture.md §7)."""
         if self._graph is None:
             self._graph = build_graph(
                 self.trace, self.ops, self.locator, self.timeline.blocking_rows, self.options
@@ -88,7 +88,8 @@ class RuleContext:
 
     def duration(self, rows: np.ndarray) -> np.ndarray:
         gpu = self.trace.gpu
-        return gpu.end_ns[rows] - gpu.start_ns[rows]
+        lengths: np.ndarray = gpu.end_ns[rows] - gpu.start_ns[rows]
+        return lengths
 
     def idle(self, cost: LineCost, *causes: IdleCause) -> int:
         """Idle of these causes charged to the line, less the profiler's own estimated cost."""
@@ -285,11 +286,11 @@ def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
             foreach.setdefault(line, form == "foreach")
             per_line.setdefault(line, []).extend(kernels.tolist())
             steps_of_line.setdefault(line, []).append(row)
-    for line_id, kernels in per_line.items():
+    for line_id, line_kernels in per_line.items():
         cost = ctx.by_id.get(line_id)
         if cost is None:
             continue
-        rows = np.asarray(kernels)
+        rows = np.asarray(line_kernels)
         nbytes = float(np.nansum(ctx.classes.nbytes[rows]))
         hbm = ctx.peak.hbm_gbps * 1e9 if ctx.peak and ctx.peak.hbm_gbps else None
         ideal = nbytes / (ctx.options.achievable_bandwidth * hbm) * 1e9 if hbm else 0.0
@@ -598,9 +599,9 @@ def library_attention(ctx: RuleContext) -> Iterator[RawFinding]:
                 per_line.setdefault(line, []).extend(span)
     peak = ctx.peak.tensor_tflops.bf16 if ctx.peak else None
     for line_id, members in per_line.items():
-        span = np.asarray(members)
-        spent = int(ctx.duration(span).sum())
-        gemms = span[[ctx.kind(r) is KernelKind.GEMM for r in members]]
+        kernels = np.asarray(members)
+        spent = int(ctx.duration(kernels).sum())
+        gemms = kernels[[ctx.kind(r) is KernelKind.GEMM for r in members]]
         flops = float(np.nansum(ctx.classes.flops[gemms]))
         ideal = flops / (0.5 * peak * 1e12) * 1e9 if peak and flops else spent * 0.5
         if not ctx.worth_it(spent - ideal):
@@ -862,7 +863,7 @@ def exposed_communication(ctx: RuleContext) -> Iterator[RawFinding]:
     for row in np.flatnonzero(comm).tolist():
         a, b = int(gpu.start_ns[row]), int(gpu.end_ns[row])
         covered = _covered(starts, ends, a, b)
-        exposed = (b - a) - covered
+        exposed: float = (b - a) - covered
         line = int(ctx.ops.line[row])
         if exposed > 0 and line != NONE:
             per_line[line] = per_line.get(line, 0.0) + exposed

@@ -1,4 +1,4 @@
-"""What a function body can produce, statement by statement (DESIGN §5).
+"""What a function body can produce, statement by statement (docs/architecture.md §5).
 
 Modern torch names a Python frame by its ``def`` line only. When the source file is at hand, a
 function body is flattened into slots, in evaluation order, each saying what a statement can

@@ -1,4 +1,4 @@
-"""The GPU timeline: busy time, idle gaps, and why each gap happened (DESIGN §4)."""
+"""The GPU timeline: busy time, idle gaps, and why each gap happened (docs/architecture.md §4)."""
 
 from __future__ import annotations
 

@@ -81,7 +81,7 @@ def line_mode_class() -> type[Any]:
 
         active = False
 
-        def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        def __torch_function__(self, func, types, args=(), kwargs=None):
             if kwargs is None:
                 kwargs = {}
             handle = None

@@ -1,4 +1,5 @@
-"""The report as JSON: the contract of DESIGN §8 (microsecond fields, schema_version 1)."""
+"""The report as JSON: the contract of docs/architecture.md §8 (microsecond fields,
+schema_version 1)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -237,7 +237,7 @@ def render_diff(diff: Diff, top: int = 20, color: bool = True, width: int = 130)
         title_justify="left",
         title=f"Lines by change ({min(top, len(diff.lines))} of {len(diff.lines)})",
     )
-    for name, justify in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("line", "left"),
         ("before", "right"),
         ("after", "right"),
@@ -245,7 +245,8 @@ def render_diff(diff: Diff, top: int = 20, color: bool = True, width: int = 130)
         ("regime", "left"),
         ("work ×", "right"),
         ("batch-size test", "left"),
-    ):
+    )
+    for name, justify in columns:
         table.add_column(name, justify=justify, no_wrap=name != "batch-size test")
     for c in diff.lines[:top]:
         regimes = " → ".join(str(r.regime) for r in (c.before, c.after) if r is not None)

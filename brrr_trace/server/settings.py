@@ -27,7 +27,8 @@ DEFAULT_TRACE_GLOBS: tuple[str, ...] = (
     "**/*trace*.json",
     "**/*trace*.json.gz",
 )
-# Where a rule's documentation lives; ``{rule}`` is replaced by the rule id (DESIGN §7).
+# Where a rule's documentation lives; ``{rule}`` is replaced by the rule id
+# (docs/architecture.md §7).
 DEFAULT_RULES_DOCS_URL = "https://github.com/brrr-trace/brrr-trace/blob/main/docs/rules/{rule}.md"
 LOG_LEVELS = ("error", "warning", "info", "debug")
 # The report's own cut-offs, used when only one of the two is set.
@@ -217,7 +218,7 @@ _BY_LOOSE_NAME = {key.lower(): key for key in _KEYS}
 def defaults_by_key() -> dict[str, Any]:
     """Each setting's key (as in the client's settings schema) and its default, as JSON values.
 
-    For the VS Code extension's ``package.json`` contract test (DESIGN §9).
+    For the VS Code extension's ``package.json`` contract test (docs/architecture.md §9).
     """
     defaults = Settings()
     out: dict[str, Any] = {}

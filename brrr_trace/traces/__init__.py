@@ -1,4 +1,4 @@
-"""Loading PyTorch profiler traces into typed columns (DESIGN §3).
+"""Loading PyTorch profiler traces into typed columns (docs/architecture.md §3).
 
 ``load(path)`` returns a ``LoadResult``: the trace plus the problems met on the way. Only input
 that is not a trace at all raises ``NotATraceError``; everything else is loaded leniently.

@@ -115,7 +115,8 @@ def exact_ns(value: Any) -> int | None:
 
 
 def _valid(order: np.ndarray, ok: np.ndarray) -> np.ndarray:
-    return order[ok[order]]
+    rows: np.ndarray = order[ok[order]]
+    return rows
 
 
 def _triple(value: Any) -> tuple[int, int, int]:
@@ -349,7 +350,7 @@ class Columns:
 
     # -- finishing -------------------------------------------------------------------------
 
-    def _ns(self, ts: array, dur: array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _ns(self, ts: array[Any], dur: array[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Start and end in integer ns, and the mask of rows with a usable start."""
         if self.exact:
             start = np.asarray(ts, dtype=np.int64)
@@ -385,7 +386,7 @@ class Columns:
         return start, np.maximum(end, start), valid
 
     def finish(self) -> dict[str, Any]:
-        def ids(col: array) -> np.ndarray:
+        def ids(col: array[int]) -> np.ndarray:
             return np.asarray(col, dtype=np.int64)
 
         g_start, g_end, ok = self._ns(self.g_ts, self.g_dur)

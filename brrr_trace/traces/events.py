@@ -242,21 +242,19 @@ def coerce_event(obj: dict[str, Any], exact: bool) -> Any:
             graph_id=_scalar(args_obj.get("graph id")),
             name=args_obj.get("name"),
         )
-    cls = ExactRawEvent if exact else RawEvent
+    head = {key: obj.get(key) for key in ("ph", "cat", "name", "pid", "tid")}
     ts = obj.get("ts")
     dur = obj.get("dur")
     if exact:
-        ts = ExactNumber(repr(ts)) if isinstance(ts, float) else _scalar(ts)
-        dur = ExactNumber(repr(dur)) if isinstance(dur, float) else _scalar(dur)
-    else:
-        ts, dur = _number(ts, NAN), _number(dur, 0.0)
-    return cls(
-        ph=obj.get("ph"),
-        cat=obj.get("cat"),
-        name=obj.get("name"),
-        pid=obj.get("pid"),
-        tid=obj.get("tid"),
-        ts=ts,
-        dur=dur,
+        return ExactRawEvent(
+            **head,
+            ts=ExactNumber(repr(ts)) if isinstance(ts, float) else _scalar(ts),
+            dur=ExactNumber(repr(dur)) if isinstance(dur, float) else _scalar(dur),
+            args=args,
+        )
+    return RawEvent(
+        **head,
+        ts=_number(ts, NAN),
+        dur=_number(dur, 0.0),
         args=args,
     )

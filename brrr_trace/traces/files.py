@@ -8,6 +8,7 @@ refused, with one sentence, unless it is a regular file.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from typing import BinaryIO
@@ -30,7 +31,7 @@ def not_regular(path: str, mode: int) -> NotATraceError:
     return NotATraceError(f"{path}: is {what}, not a trace file; pass the trace file itself.")
 
 
-def open_trace(path: str) -> BinaryIO:
+def open_trace(path: str) -> io.BufferedReader:
     """The trace file opened for reading (buffered, with ``peek``); NotATraceError otherwise."""
     try:
         fd = os.open(path, _OPEN_FLAGS)

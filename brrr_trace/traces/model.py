@@ -1,4 +1,4 @@
-"""The loaded trace: typed, columnar tables with integer nanoseconds (DESIGN §3).
+"""The loaded trace: typed, columnar tables with integer nanoseconds (docs/architecture.md §3).
 
 Every table is a set of equally long numpy arrays sorted by start time. Names are ids into
 ``Trace.strings``; shapes, dtypes and concrete inputs are ids into ``Trace.values`` (interned

@@ -1,6 +1,7 @@
-"""The VS Code extension's ``client/package.json`` is the settings schema (DESIGN §9): every
-``brrr-trace.*`` setting there is one of the server's settings with the same default, and every
-server setting is there, except the client's own (``interpreter``: which Python runs the server).
+"""The VS Code extension's ``client/package.json`` is the settings schema
+(docs/architecture.md §9): every ``brrr-trace.*`` setting there is one of the server's settings
+with the same default, and every server setting is there, except the client's own
+(``interpreter``: which Python runs the server).
 """
 
 from __future__ import annotations

@@ -1,0 +1,102 @@
+"""small-grid and exposed-communication on tiny synthetic traces: each rule firing, with its
+whole finding, and quiet where its condition does not hold. One screen per case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from brrr_trace.pipeline import analyze
+from brrr_trace.report import Finding
+from tests.tracebuilder import frame, kernel, launch, write
+
+NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"
+
+
+def findings(path: Path, rule: str) -> list[Finding]:
+    return [f for f in analyze(path).findings if f.rule == rule]
+
+
+def on_step(rule: str, line: int, **fields: Any) -> Finding:
+    """A warning on the line of train.py's ``step`` (no local train.py: ``path`` None)."""
+    doc = f"docs/rules/{rule}.md"
+    where: dict[str, Any] = {"file": "train.py", "path": None, "function": "step", "lines": (line,)}
+    return Finding(rule=rule, severity="warning", line=line, doc=doc, **where, **fields)
+
+
+def small_kernels(blocks: int) -> list[dict]:
+    """Ten 100 µs kernels of `blocks` blocks each, back to back, from one line."""
+    events = [frame("train.py(3): step", 0.0, 1200.0)]
+    for corr in range(1, 11):
+        t = 110.0 * corr
+        events += [launch(t - 5.0, corr), kernel("void small", t, 100.0, corr, grid=[blocks, 1, 1])]
+    return events
+
+
+def test_small_grid_fires_on_kernels_with_fewer_blocks_than_sms(tmp_path: Path) -> None:
+    # The H200 has 132 SMs; 33 blocks leave three quarters of it idle: 10 × 100 µs × 0.75.
+    (finding,) = findings(write(tmp_path / "t.json", small_kernels(blocks=33)), "small-grid")
+    assert finding == on_step(
+        "small-grid",
+        3,
+        message="10 kernels launch as few as 33 blocks on a GPU with 132 SMs: most of the chip "
+        "sits idle while they run",
+        fix="Give the kernel more parallel work: a larger batch, fusing with neighbours "
+        "(torch.compile), or a different split of the problem.",
+        est_savings_ns=750_000,
+        evidence={"kernels": 10, "min_blocks": 33, "sms": 132},
+    )
+
+
+def test_small_grid_is_quiet_when_the_grid_fills_the_gpu(tmp_path: Path) -> None:
+    assert findings(write(tmp_path / "t.json", small_kernels(blocks=132)), "small-grid") == []
+
+
+def all_reduce_after_compute(overlapped: bool) -> list[dict]:
+    """A 100 µs add, then a 200 µs all-reduce: after it on one stream, or beside it on two."""
+    nccl_at = 15.0 if overlapped else 115.0
+    return [
+        frame("train.py(7): step", 0.0, 400.0),
+        launch(10.0, 1),
+        kernel(ADD, 15.0, 100.0, 1),
+        launch(12.0, 2),
+        kernel(NCCL, nccl_at, 200.0, 2, stream=9 if overlapped else 7),
+    ]
+
+
+def test_exposed_communication_fires_on_a_collective_with_nothing_beside_it(
+    tmp_path: Path,
+) -> None:
+    # 200 µs exposed, but overlap could hide it only behind the 100 µs of compute there is.
+    trace = write(tmp_path / "t.json", all_reduce_after_compute(overlapped=False))
+    (finding,) = findings(trace, "exposed-communication")
+    assert finding == on_step(
+        "exposed-communication",
+        7,
+        message="collective kernels run 0.20 ms with no computation beside them",
+        fix="Overlap communication with compute: DDP bucket_cap_mb, no_sync() during gradient "
+        "accumulation, FSDP prefetching.",
+        est_savings_ns=100_000,
+        evidence={"exposed_us": 200.0},
+    )
+
+
+def test_exposed_communication_counts_only_what_compute_does_not_cover(tmp_path: Path) -> None:
+    # Beside the add on another stream: 100 µs of the 200 exposed, saving capped at the add's.
+    trace = write(tmp_path / "t.json", all_reduce_after_compute(overlapped=True))
+    (finding,) = findings(trace, "exposed-communication")
+    assert (finding.est_savings_ns, finding.evidence) == (100_000, {"exposed_us": 100.0})
+
+
+def test_exposed_communication_is_quiet_when_compute_covers_the_collective(
+    tmp_path: Path,
+) -> None:
+    events = [
+        frame("train.py(7): step", 0.0, 400.0),
+        launch(10.0, 1),
+        kernel(ADD, 15.0, 100.0, 1),
+        launch(12.0, 2),
+        kernel(NCCL, 40.0, 50.0, 2, stream=9),  # within the add's 15-115 µs
+    ]
+    assert findings(write(tmp_path / "t.json", events), "exposed-communication") == []
