@@ -1,7 +1,9 @@
 """The whole text and the whole JSON output of `analyze` and `diff`, on one tiny synthetic step:
 a matmul, an add whose line then waits for the GPU (cudaStreamSynchronize), and a logging
-function that launches one more add after 125 µs of Python. The after trace drops the wait, so
-host-sync is resolved and the idle moves to the line the host runs instead.
+function that launches one more add after 125 µs of Python. The GPU idles from 260 to 395 µs:
+the 5 µs until the sync returned are the waiting line's, the 130 µs after are the logging
+line's (the host ran it). The after trace drops the wait, so host-sync is resolved and the lines
+keep their time.
 
 Expected outputs are verbatim (rich's padding at the ends of lines stripped): a change to any
 number, word or field shows here first.
@@ -78,9 +80,9 @@ Time by regime: compute 200.0 µs (49.4%) · memory 70.0 µs (17.3%) · overhead
 Lines by time (3 of 3)
 #  line                       regime       total  share       GPU      idle  kernels  evidence
 1  train.py:10 forward (def)  compute   200.0 µs  49.4%  200.0 µs      0 ns        1
-2  train.py:20 update (def)   overhead  185.0 µs  45.7%   50.0 µs  135.0 µs        1  idle sync
-                                                                                      135.0 µs
-3  train.py:30 log (def)      memory     20.0 µs   4.9%   20.0 µs      0 ns        1
+2  train.py:30 log (def)      overhead  150.0 µs  37.0%   20.0 µs  130.0 µs        1  idle sync
+                                                                                      130.0 µs
+3  train.py:20 update (def)   memory     55.0 µs  13.6%   50.0 µs    5.0 µs        1
 (def): only the function is known, shown on its def line; pass --source-root to place time on
 statements
 Top fixes
@@ -99,10 +101,10 @@ stay at the precision the trace alone gives. Pass --source-root (or path mapping
 DIFF_TEXT = r"""brrr-trace diff · t.json → u.json
 Span 405.0 µs → 405.0 µs (+0.0%)
 Lines by change (3 of 3)
-line                   before     after     change  regime             work ×  batch-size test
-train.py:20 update   185.0 µs   55.0 µs  −130.0 µs  overhead → memory
-train.py:30 log       20.0 µs  150.0 µs  +130.0 µs  memory → overhead
-train.py:10 forward  200.0 µs  200.0 µs       0 ns  compute → compute
+line                   before     after  change  regime               work ×  batch-size test
+train.py:10 forward  200.0 µs  200.0 µs    0 ns  compute → compute
+train.py:20 update    55.0 µs   55.0 µs    0 ns  memory → memory
+train.py:30 log      150.0 µs  150.0 µs    0 ns  overhead → overhead
 Resolved host-sync at train.py:20 (estimated 128.5 µs)"""
 
 JSON = r"""{
@@ -229,12 +231,55 @@ JSON = r"""{
     {
       "file": "train.py",
       "path": null,
+      "line": 30,
+      "function": "log",
+      "precision": "function",
+      "regime": "overhead",
+      "gpu_us": 20.0,
+      "idle_us": 130.0,
+      "cpu_us": 0.0,
+      "kernels": 1,
+      "backward_gpu_us": 0.0,
+      "inclusive_gpu_us": 20.0,
+      "flops": null,
+      "bytes": null,
+      "achieved_tflops": null,
+      "achieved_gbps": null,
+      "peak_fraction": null,
+      "intensity": null,
+      "ridge": 13.958333333333334,
+      "findings": [],
+      "time_by_regime_us": {
+        "compute": 0.0,
+        "memory": 20.0,
+        "overhead": 130.0
+      },
+      "idle_by_cause_us": {
+        "sync": 130.0,
+        "dataloader": 0.0,
+        "host": 0.0,
+        "launch": 0.0,
+        "other": 0.0
+      },
+      "profiler_overhead_us": 2.5,
+      "top_kernels": [
+        {
+          "name": "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>",
+          "kind": "elementwise",
+          "count": 1,
+          "total_us": 20.0
+        }
+      ]
+    },
+    {
+      "file": "train.py",
+      "path": null,
       "line": 20,
       "function": "update",
       "precision": "function",
-      "regime": "overhead",
+      "regime": "memory",
       "gpu_us": 50.0,
-      "idle_us": 135.0,
+      "idle_us": 5.0,
       "cpu_us": 0.0,
       "kernels": 1,
       "backward_gpu_us": 0.0,
@@ -252,53 +297,10 @@ JSON = r"""{
       "time_by_regime_us": {
         "compute": 0.0,
         "memory": 50.0,
-        "overhead": 135.0
+        "overhead": 5.0
       },
       "idle_by_cause_us": {
-        "sync": 135.0,
-        "dataloader": 0.0,
-        "host": 0.0,
-        "launch": 0.0,
-        "other": 0.0
-      },
-      "profiler_overhead_us": 2.5,
-      "top_kernels": [
-        {
-          "name": "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>",
-          "kind": "elementwise",
-          "count": 1,
-          "total_us": 50.0
-        }
-      ]
-    },
-    {
-      "file": "train.py",
-      "path": null,
-      "line": 30,
-      "function": "log",
-      "precision": "function",
-      "regime": "memory",
-      "gpu_us": 20.0,
-      "idle_us": 0.0,
-      "cpu_us": 0.0,
-      "kernels": 1,
-      "backward_gpu_us": 0.0,
-      "inclusive_gpu_us": 20.0,
-      "flops": null,
-      "bytes": null,
-      "achieved_tflops": null,
-      "achieved_gbps": null,
-      "peak_fraction": null,
-      "intensity": null,
-      "ridge": 13.958333333333334,
-      "findings": [],
-      "time_by_regime_us": {
-        "compute": 0.0,
-        "memory": 20.0,
-        "overhead": 0.0
-      },
-      "idle_by_cause_us": {
-        "sync": 0.0,
+        "sync": 5.0,
         "dataloader": 0.0,
         "host": 0.0,
         "launch": 0.0,
@@ -310,7 +312,7 @@ JSON = r"""{
           "name": "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>",
           "kind": "elementwise",
           "count": 1,
-          "total_us": 20.0
+          "total_us": 50.0
         }
       ]
     }
@@ -364,50 +366,6 @@ DIFF_JSON = r"""{
   "lines": [
     {
       "file": "train.py",
-      "line": 20,
-      "function": "update",
-      "before": {
-        "total_us": 185.0,
-        "gpu_us": 50.0,
-        "idle_us": 135.0,
-        "regime": "overhead"
-      },
-      "after": {
-        "total_us": 55.0,
-        "gpu_us": 50.0,
-        "idle_us": 5.0,
-        "regime": "memory"
-      },
-      "delta_us": -130.0,
-      "work_ratio": null,
-      "scaling_exponent": null,
-      "verdict": null,
-      "why_no_verdict": null
-    },
-    {
-      "file": "train.py",
-      "line": 30,
-      "function": "log",
-      "before": {
-        "total_us": 20.0,
-        "gpu_us": 20.0,
-        "idle_us": 0.0,
-        "regime": "memory"
-      },
-      "after": {
-        "total_us": 150.0,
-        "gpu_us": 20.0,
-        "idle_us": 130.0,
-        "regime": "overhead"
-      },
-      "delta_us": 130.0,
-      "work_ratio": null,
-      "scaling_exponent": null,
-      "verdict": null,
-      "why_no_verdict": null
-    },
-    {
-      "file": "train.py",
       "line": 10,
       "function": "forward",
       "before": {
@@ -421,6 +379,50 @@ DIFF_JSON = r"""{
         "gpu_us": 200.0,
         "idle_us": 0.0,
         "regime": "compute"
+      },
+      "delta_us": 0.0,
+      "work_ratio": null,
+      "scaling_exponent": null,
+      "verdict": null,
+      "why_no_verdict": null
+    },
+    {
+      "file": "train.py",
+      "line": 20,
+      "function": "update",
+      "before": {
+        "total_us": 55.0,
+        "gpu_us": 50.0,
+        "idle_us": 5.0,
+        "regime": "memory"
+      },
+      "after": {
+        "total_us": 55.0,
+        "gpu_us": 50.0,
+        "idle_us": 5.0,
+        "regime": "memory"
+      },
+      "delta_us": 0.0,
+      "work_ratio": null,
+      "scaling_exponent": null,
+      "verdict": null,
+      "why_no_verdict": null
+    },
+    {
+      "file": "train.py",
+      "line": 30,
+      "function": "log",
+      "before": {
+        "total_us": 150.0,
+        "gpu_us": 20.0,
+        "idle_us": 130.0,
+        "regime": "overhead"
+      },
+      "after": {
+        "total_us": 150.0,
+        "gpu_us": 20.0,
+        "idle_us": 130.0,
+        "regime": "overhead"
       },
       "delta_us": 0.0,
       "work_ratio": null,
