@@ -1,0 +1,60 @@
+"""Findings: what to fix, on which line, and the time each fix would save (docs/architecture.md
+§7). One module per rule id; this one runs them all.
+
+Every rule reads the evidence the other analyzers left (kernels per line, roofline numbers, idle
+by cause, the replayable graph) and estimates its saving from it. Rule ids are a contract: they
+never change meaning. Thresholds live in ``AnalysisOptions``.
+"""
+
+from __future__ import annotations
+
+from brrr_trace.analyzers.rules.context import RawFinding, Rule, RuleContext
+from brrr_trace.analyzers.rules.cpu_to_device import cpu_to_device
+from brrr_trace.analyzers.rules.dataloader_stall import dataloader_stall
+from brrr_trace.analyzers.rules.exposed_communication import exposed_communication
+from brrr_trace.analyzers.rules.fp32_matmul import fp32_matmul
+from brrr_trace.analyzers.rules.host_sync import host_sync
+from brrr_trace.analyzers.rules.launch_overhead import launch_overhead
+from brrr_trace.analyzers.rules.manual_attention import library_attention, manual_attention
+from brrr_trace.analyzers.rules.misaligned_shape import misaligned_shape
+from brrr_trace.analyzers.rules.pageable_memcpy import pageable_memcpy
+from brrr_trace.analyzers.rules.small_grid import small_grid
+from brrr_trace.analyzers.rules.unfused_elementwise import unfused_elementwise
+from brrr_trace.analyzers.rules.unfused_optimizer import unfused_optimizer
+
+__all__ = ["RULES", "RawFinding", "RuleContext", "find"]
+
+# A specific diagnosis explains a line's overhead better than the generic one; both would count
+# the same idle time twice.
+_SUPERSEDES = {
+    "unfused-optimizer": frozenset({"launch-overhead"}),
+    "cpu-to-device": frozenset({"host-sync", "pageable-memcpy"}),
+}
+
+
+def find(ctx: RuleContext) -> list[RawFinding]:
+    """All findings, largest estimated saving first."""
+    found = [finding for rule in RULES for finding in rule(ctx)]
+    hidden = {
+        (f.line_id, generic) for f in found for generic in _SUPERSEDES.get(f.rule, frozenset())
+    }
+    found = [f for f in found if (f.line_id, f.rule) not in hidden]
+    found.sort(key=lambda f: -f.est_savings_ns)
+    return found
+
+
+RULES: tuple[Rule, ...] = (
+    launch_overhead,
+    host_sync,
+    dataloader_stall,
+    pageable_memcpy,
+    fp32_matmul,
+    unfused_elementwise,
+    manual_attention,
+    library_attention,
+    unfused_optimizer,
+    misaligned_shape,
+    small_grid,
+    cpu_to_device,
+    exposed_communication,
+)

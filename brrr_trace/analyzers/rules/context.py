@@ -1,0 +1,99 @@
+"""What every rule reads and returns: the analysis so far, as one context, and a finding."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from brrr_trace.analyzers.attribution import Locator, OpAttribution
+from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.regimes import LineCost, OpClasses
+from brrr_trace.analyzers.replay import Fix, StepGraph, build_graph
+from brrr_trace.analyzers.timeline import Timeline
+from brrr_trace.hardware.peaks import GpuPeak
+from brrr_trace.options import AnalysisOptions
+from brrr_trace.traces.model import Trace
+from brrr_trace.vocabulary import IdleCause, KernelKind
+
+
+@dataclass(frozen=True)
+class RawFinding:
+    rule: str
+    line_id: int
+    est_savings_ns: int
+    message: str
+    fix: str
+    evidence: dict[str, float | int | str] = field(default_factory=dict)
+    covers: tuple[int, ...] = ()  # every line id the finding spans; () means line_id alone
+
+
+@dataclass
+class RuleContext:
+    trace: Trace
+    ops: OpAttribution
+    classes: OpClasses
+    timeline: Timeline
+    locator: Locator
+    costs: list[LineCost]
+    peak: GpuPeak | None
+    options: AnalysisOptions
+    span_ns: int
+    sms: int | None
+    _rows: dict[int, np.ndarray] = field(default_factory=dict)
+    _graph: StepGraph | None = None
+
+    def __post_init__(self) -> None:
+        placed = np.flatnonzero(self.ops.line != NONE)
+        order = placed[np.argsort(self.ops.line[placed], kind="stable")]
+        lines = self.ops.line[order]
+        cuts = np.flatnonzero(np.diff(lines)) + 1
+        for chunk in np.split(order, cuts) if len(order) else ():
+            self._rows[int(self.ops.line[chunk[0]])] = chunk
+        self.by_id = {cost.line_id: cost for cost in self.costs}
+
+    @property
+    def graph(self) -> StepGraph:
+        """The trace as a replayable graph, built on first use (docs/architecture.md §7)."""
+        if self._graph is None:
+            self._graph = build_graph(
+                self.trace, self.ops, self.locator, self.timeline.blocking_rows, self.options
+            )
+        return self._graph
+
+    def replayed(self, fix: Fix) -> tuple[int, dict[str, float | int | str]]:
+        """The saving of a fix by replay, and the evidence that says which fix it was."""
+        return self.graph.saving(fix), {"replayed": fix.what}
+
+    def rows(self, line_id: int) -> np.ndarray:
+        return self._rows.get(line_id, np.zeros(0, dtype=np.int64))
+
+    def kind(self, row: int) -> KernelKind:
+        return self.classes.kind[int(self.classes.op_kind[row])]
+
+    def name(self, row: int) -> str:
+        return self.trace.strings[int(self.trace.gpu.name[row])]
+
+    def duration(self, rows: np.ndarray) -> np.ndarray:
+        gpu = self.trace.gpu
+        lengths: np.ndarray = gpu.end_ns[rows] - gpu.start_ns[rows]
+        return lengths
+
+    def idle(self, cost: LineCost, *causes: IdleCause) -> int:
+        """Idle of these causes charged to the line, less the profiler's own estimated cost."""
+        raw = sum(cost.idle_by_cause.get(c, 0) for c in causes)
+        profiled = sum(self.timeline.profiler_charges.get((cost.line_id, c), 0) for c in causes)
+        return max(0, raw - profiled)
+
+    def worth_it(self, saving_ns: float) -> bool:
+        return saving_ns >= max(
+            self.options.min_savings_ns, self.options.min_savings_share * self.span_ns
+        )
+
+
+Rule = Callable[[RuleContext], Iterator[RawFinding]]
+
+
+def duration_text(ns: float) -> str:
+    return f"{ns / 1e6:.2f} ms" if ns >= 100_000 else f"{ns / 1e3:.1f} µs"

@@ -1,0 +1,54 @@
+"""dataloader-stall: batches produced in the main process, between the GPU's work.
+
+Why it costs: the host launches nothing while it loads. The saving: the replay without the
+host time inside the DataLoader's ``__next__`` (worker processes would load meanwhile).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.replay import Fix
+from brrr_trace.analyzers.rules.context import RawFinding, RuleContext, duration_text
+from brrr_trace.vocabulary import IdleCause
+
+
+def dataloader_stall(ctx: RuleContext) -> Iterator[RawFinding]:
+    """The replay takes away the host time spent inside the DataLoader's ``__next__`` (worker
+    processes would load the batches meanwhile), per line that asks for the next batch."""
+    frames = ctx.trace.frames
+    rows = ctx.locator.dataloader_rows
+    if not len(rows):
+        return
+    threads, starts, ends = frames.thread[rows], frames.start_ns[rows], frames.end_ns[rows]
+    callers = ctx.locator.lines_at(threads, starts)
+    for line_id in np.unique(callers[callers != NONE]).tolist():
+        cost = ctx.by_id.get(line_id)
+        mine = callers == line_id
+        saved: dict[int, int] = {}
+        for thread in np.unique(threads[mine]).tolist():
+            sel = mine & (threads == thread)
+            saved.update(ctx.graph.host_work_inside(thread, starts[sel], ends[sel]))
+        saving, evidence = ctx.replayed(Fix("batches loaded by worker processes", saved))
+        if not ctx.worth_it(saving):
+            continue
+        raw = cost.idle_by_cause.get(IdleCause.DATALOADER, 0) if cost else 0
+        loading = sum(saved.values())
+        yield RawFinding(
+            "dataloader-stall",
+            line_id,
+            saving,
+            f"the host spends {duration_text(loading)} producing batches in the main process, "
+            "launching nothing meanwhile"
+            + (f"; the GPU idles {duration_text(raw)} waiting for them" if raw else ""),
+            "Load in the background: DataLoader(..., num_workers=4, pin_memory=True, "
+            "persistent_workers=True, prefetch_factor=2).",
+            {
+                "dataloader_idle_us": round(raw / 1e3, 1),
+                "loading_us": round(loading / 1e3, 1),
+                **evidence,
+            },
+        )

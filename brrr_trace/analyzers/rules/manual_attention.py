@@ -1,0 +1,169 @@
+"""manual-attention: matmul, softmax, matmul written by hand (in the user's code or inside a
+library's model).
+
+Why it costs: the score matrix goes through HBM several times. The saving: the replay with the
+span as one fused kernel at half the tensor-core peak.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from fnmatch import fnmatchcase
+
+import numpy as np
+
+from brrr_trace.analyzers.frames import is_user_file, parse_frame
+from brrr_trace.analyzers.intervals import NONE, Innermost
+from brrr_trace.analyzers.regimes import LineCost
+from brrr_trace.analyzers.replay import Fix
+from brrr_trace.analyzers.rules.context import RawFinding, RuleContext
+from brrr_trace.vocabulary import KernelKind
+
+
+def manual_attention(ctx: RuleContext) -> Iterator[RawFinding]:
+    """matmul → softmax → matmul inside one function, with no fused attention kernel."""
+    lines = ctx.locator.lines
+    by_function: dict[tuple[str, str], list[LineCost]] = {}
+    for cost in ctx.costs:
+        by_function.setdefault((cost.key.file, cost.key.function), []).append(cost)
+    for fn, costs in by_function.items():
+        first: dict[int, int] = {}
+        kinds: dict[int, set[KernelKind]] = {}
+        for cost in costs:
+            rows = ctx.rows(cost.line_id)
+            if len(rows):
+                first[cost.line_id] = int(ctx.trace.gpu.start_ns[rows].min())
+                kinds[cost.line_id] = {ctx.kind(r) for r in rows.tolist()}
+        if any(KernelKind.ATTENTION in k for k in kinds.values()):
+            continue
+        ordered = sorted(first, key=first.get)  # type: ignore[arg-type]
+        gemm = [k for k in ordered if KernelKind.GEMM in kinds[k]]
+        soft = [k for k in ordered if KernelKind.SOFTMAX in kinds[k]]
+        if not gemm or not soft:
+            continue
+        s = soft[0]
+        before = [g for g in gemm if first[g] < first[s]]
+        after = [g for g in gemm if first[g] > first[s]]
+        if not before or not after:
+            continue
+        span = [k for k in ordered if first[before[-1]] <= first[k] <= first[after[0]]]
+        spent = sum(ctx.by_id[k].gpu_ns for k in span)
+        flops = sum(ctx.by_id[k].flops or 0 for k in (before[-1], after[0]))
+        peak = ctx.peak.tensor_tflops.bf16 if ctx.peak else None
+        ideal = flops / (0.5 * peak * 1e12) * 1e9 if peak and flops else spent * 0.5
+        if not ctx.worth_it(spent - ideal):
+            continue
+        rows = np.concatenate([ctx.rows(k) for k in span])
+        scale = min(1.0, ideal / max(1, int(ctx.duration(rows).sum())))
+        # One call instead of the span's statements: the host work of all but one goes.
+        kept = 1 / len(span)
+        events = ctx.graph.events_launching(rows)
+        fix = Fix(
+            "the span as one fused attention kernel",
+            host_saved={e: int(ctx.graph.work[e] * (1 - kept)) for e in events},
+            durations={r: int(ctx.graph.duration[r] * scale) for r in rows.tolist()},
+            own={e: int(ctx.graph.own[e] * kept) for e in events},
+        )
+        saving, evidence = ctx.replayed(fix)
+        if not ctx.worth_it(saving):
+            continue
+        numbers = sorted(lines[k].line for k in span)
+        yield RawFinding(
+            "manual-attention",
+            before[-1],
+            int(saving),
+            f"attention written by hand in {fn[1]} (lines {', '.join(map(str, numbers))}): the "
+            "score matrix goes through HBM several times",
+            "Use the fused kernel: torch.nn.functional.scaled_dot_product_attention(q, k, v, "
+            "attn_mask=..., is_causal=...).",
+            {"lines": len(span), "flops": int(flops), **evidence},
+            covers=tuple(span),
+        )
+
+
+def library_attention(ctx: RuleContext) -> Iterator[RawFinding]:
+    """The same pattern inside a library's function (a model class from site-packages): its
+    kernels all land on the user's line that calls the model, so the pattern is looked for per
+    call of the library function, forward and backward, and reported on that line."""
+    frames = ctx.trace.frames
+    strings = ctx.trace.strings
+    names = np.unique(frames.name) if len(frames) else np.zeros(0, dtype=np.int64)
+    library = [
+        sid
+        for sid in names.tolist()
+        if (parsed := parse_frame(strings[sid])) is not None
+        and not is_user_file(parsed.file, ctx.options, ctx.locator.is_local)
+        and not any(fnmatchcase(parsed.file, p) for p in ctx.options.excluded_files)
+    ]
+    rows = np.flatnonzero(np.isin(frames.name, library)) if library else np.zeros(0, np.int64)
+    if not len(rows):
+        return
+    inner = Innermost(frames.thread[rows], frames.start_ns[rows], frames.end_ns[rows])
+    host = ctx.trace.host_calls
+    has = np.flatnonzero(ctx.ops.launch != NONE)
+    thread, t = host.thread[ctx.ops.launch[has]], host.start_ns[ctx.ops.launch[has]]
+    back = ctx.locator.backward_points(thread, t)
+    moved = back.thread != NONE
+    thread, t = np.where(moved, back.thread, thread), np.where(moved, back.t, t)
+    call = inner.at_many(thread, t)
+    per_line: dict[int, list[int]] = {}
+    order = np.argsort(ctx.trace.gpu.start_ns[has], kind="stable")
+    del thread, t
+    by_call: dict[int, list[int]] = {}
+    for k in order.tolist():
+        if call[k] != NONE:
+            by_call.setdefault(int(call[k]), []).append(int(has[k]))
+    for members in by_call.values():
+        kinds = [ctx.kind(r) for r in members]
+        if KernelKind.ATTENTION in kinds:
+            continue
+        for backward in (False, True):
+            part = [r for r in members if bool(ctx.ops.backward[r]) == backward]
+            span = _score_span(ctx, part, gemms_each_side=2 if backward else 1)
+            line = int(ctx.ops.line[span[0]]) if span else NONE
+            if line != NONE:
+                per_line.setdefault(line, []).extend(span)
+    peak = ctx.peak.tensor_tflops.bf16 if ctx.peak else None
+    for line_id, members in per_line.items():
+        kernels = np.asarray(members)
+        spent = int(ctx.duration(kernels).sum())
+        gemms = kernels[[ctx.kind(r) is KernelKind.GEMM for r in members]]
+        flops = float(np.nansum(ctx.classes.flops[gemms]))
+        ideal = flops / (0.5 * peak * 1e12) * 1e9 if peak and flops else spent * 0.5
+        if not ctx.worth_it(spent - ideal):
+            continue
+        scale = min(1.0, ideal / max(1, spent))
+        fix = Fix(
+            "the library's attention as one fused kernel",
+            durations={r: int(ctx.graph.duration[r] * scale) for r in members},
+        )
+        saving, evidence = ctx.replayed(fix)
+        if not ctx.worth_it(saving):
+            continue
+        yield RawFinding(
+            "manual-attention",
+            line_id,
+            saving,
+            f"the code this line calls computes attention by hand ({len(members)} kernels: "
+            "matmul, softmax, matmul, forward and backward); the score matrix goes through "
+            "HBM several times",
+            "Use the fused kernel: torch.nn.functional.scaled_dot_product_attention, or the "
+            "library's own option for it (e.g. an attn_implementation or use_sdpa setting).",
+            {"kernels": len(members), "flops": int(flops), **evidence},
+        )
+
+
+def _score_span(ctx: RuleContext, rows: list[int], gemms_each_side: int) -> list[int]:
+    """The kernels from the matmuls before the first softmax to those after it (a backward
+    pass has two matmuls on each side: the gradients of both operands)."""
+    kinds = [ctx.kind(r) for r in rows]
+    if KernelKind.SOFTMAX not in kinds:
+        return []
+    soft = kinds.index(KernelKind.SOFTMAX)
+    before = [i for i in range(soft) if kinds[i] is KernelKind.GEMM]
+    after = [i for i in range(soft + 1, len(rows)) if kinds[i] is KernelKind.GEMM]
+    if not before or not after:
+        return []
+    first = before[-min(gemms_each_side, len(before))]
+    last = after[min(gemms_each_side, len(after)) - 1]
+    return rows[first : last + 1]

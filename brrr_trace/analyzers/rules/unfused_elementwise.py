@@ -1,0 +1,115 @@
+"""unfused-elementwise: memory-bound pointwise kernels one after another from one function.
+
+Why it costs: each reads and writes its whole tensor. The saving: the replay with each run as
+one kernel moving the bytes of its cheapest kernel.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import numpy as np
+
+from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.replay import Fix
+from brrr_trace.analyzers.rules.context import RawFinding, RuleContext
+from brrr_trace.vocabulary import KernelKind, Regime
+
+# Kernels that write without reading (random numbers, fills): nothing to save by fusing them.
+_NOT_FUSABLE = re.compile(r"distribution|FillFunctor|random|normal_kernel|uniform")
+
+
+def unfused_elementwise(ctx: RuleContext) -> Iterator[RawFinding]:
+    """Runs of consecutive memory-bound pointwise kernels issued by one function."""
+    gpu = ctx.trace.gpu
+    kinds = {KernelKind.ELEMENTWISE, KernelKind.REDUCTION, KernelKind.NORM}
+    memory = Regime.MEMORY
+    candidate = np.zeros(len(gpu), dtype=bool)
+    for row in np.flatnonzero(ctx.ops.line != NONE).tolist():
+        if (
+            ctx.kind(row) in kinds
+            and ctx.classes.regime[row] == _REGIME_CODE[memory]
+            and not ctx.name(row).startswith("triton_")
+            and not _NOT_FUSABLE.search(ctx.name(row))
+        ):
+            candidate[row] = True
+    lines = ctx.locator.lines
+    function_of = {k: (key.file, key.function) for k, key in enumerate(lines)}
+    invocation = _invocations(ctx)
+    order = np.argsort(gpu.start_ns, kind="stable")
+    runs: list[list[int]] = []
+    current: list[int] = []
+    for row in order.tolist():
+        fn = function_of.get(int(ctx.ops.line[row])) if candidate[row] else None
+        # A run is one call of the function: the next call starts from its inputs again.
+        if (
+            fn is not None
+            and current
+            and function_of[int(ctx.ops.line[current[-1]])] == fn
+            and invocation[row] == invocation[current[-1]]
+        ):
+            current.append(row)
+            continue
+        if len(current) >= 2:
+            runs.append(current)
+        current = [row] if fn is not None else []
+    if len(current) >= 2:
+        runs.append(current)
+    per_function: dict[tuple[str, str], list[tuple[list[int], float]]] = {}
+    for run in runs:
+        rows = np.asarray(run)
+        # Distinct ops, not kernels of one op: a run must come from two or more ATen ops.
+        if len(set(ctx.ops.cpu_op[rows].tolist())) < 2:
+            continue
+        dur = ctx.duration(rows).astype(float)
+        nbytes = ctx.classes.nbytes[rows]
+        if np.isnan(nbytes).any() or nbytes.sum() <= 0:
+            kept = 1.0 / len(run)
+        else:
+            kept = float(nbytes.min() / nbytes.sum())
+        fn = function_of[int(ctx.ops.line[run[0]])]
+        per_function.setdefault(fn, []).append((run, float(dur.sum()) * (1 - kept)))
+    for fn, found in per_function.items():
+        if not ctx.worth_it(sum(s for _, s in found)):
+            continue
+        durations: dict[int, int] = {}
+        for run, cut in found:
+            # One fused kernel per run, at its first kernel's place in the queue.
+            total = int(ctx.duration(np.asarray(run)).sum())
+            durations.update({r: 0 for r in run[1:]})
+            durations[run[0]] = max(1, total - int(cut))
+        saving, evidence = ctx.replayed(Fix("each run fused into one kernel", durations=durations))
+        if not ctx.worth_it(saving):
+            continue
+        rows = np.asarray([r for run, _ in found for r in run])
+        line_ids = np.unique(ctx.ops.line[rows])
+        weights = [int(ctx.duration(rows[ctx.ops.line[rows] == k]).sum()) for k in line_ids]
+        anchor = int(line_ids[int(np.argmax(weights))])
+        numbers = sorted({lines[int(k)].line for k in line_ids})
+        yield RawFinding(
+            "unfused-elementwise",
+            anchor,
+            int(saving),
+            f"{fn[1]} runs {len(rows)} memory-bound pointwise kernels one after another "
+            f"(lines {', '.join(map(str, numbers))}); each reads and writes its whole tensor",
+            f"Fuse them: decorate {fn[1]} with @torch.compile (or use in-place ops and "
+            "fewer dtype casts).",
+            {"kernels": len(rows), "runs": len(found), "lines": len(numbers), **evidence},
+            covers=tuple(int(k) for k in line_ids),
+        )
+
+
+def _invocations(ctx: RuleContext) -> np.ndarray:
+    """Per GPU op: the user-frame invocation (frame row) its launch happened in, or NONE."""
+    host = ctx.trace.host_calls
+    out = np.full(len(ctx.trace.gpu), NONE, dtype=np.int64)
+    has = ctx.ops.launch != NONE
+    if has.any():
+        out[has] = ctx.locator.user_frames.at_many(
+            host.thread[ctx.ops.launch[has]], host.start_ns[ctx.ops.launch[has]]
+        )
+    return out
+
+
+_REGIME_CODE = {Regime.COMPUTE: 0, Regime.MEMORY: 1, Regime.OVERHEAD: 2}
