@@ -13,12 +13,11 @@ from __future__ import annotations
 import functools
 import gzip
 import json
-from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from benchmarks.compare_hta import to_ns
 from brrr_trace.pipeline import analyze
 from tests.conftest import PUBLIC
 
@@ -49,17 +48,6 @@ def _has_gpu_markers(path: Path) -> bool:
     return any(marker in raw for marker in _GPU_MARKERS)
 
 
-def _ns(value: Any) -> int | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return value * 1000
-    try:
-        return int((Decimal(value) * 1000).to_integral_value())
-    except ArithmeticError:
-        return None
-
-
 def gpu_intervals(raw: bytes) -> dict[int, list[tuple[int, int]]] | None:
     """Kernel/memcpy/memset intervals in ns per device; None when ``raw`` is not a trace."""
     try:
@@ -75,7 +63,7 @@ def gpu_intervals(raw: bytes) -> dict[int, list[tuple[int, int]]] | None:
             continue
         if str(event.get("cat", "")).lower() not in GPU_CATEGORIES:
             continue
-        start, length = _ns(event.get("ts")), _ns(event.get("dur", 0))
+        start, length = to_ns(event.get("ts")), to_ns(event.get("dur", 0))
         if start is None:
             continue
         args = event.get("args") if isinstance(event.get("args"), dict) else {}
