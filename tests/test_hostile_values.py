@@ -107,3 +107,21 @@ def test_a_duration_that_overflows_in_nanoseconds_is_counted(tmp_path, dur) -> N
     text = json.dumps({"traceEvents": [event]}).replace('"ts": 1.0', '"ts": 1000000000000000.0')
     path.write_text(text.replace('"dur": 1.0', f'"dur": {dur}'))
     assert kinds(load(path))["bad-duration"] == 1
+
+
+def test_a_gzip_that_inflates_to_more_events_than_a_profile_can_hold_is_cut(
+    tmp_path, monkeypatch
+) -> None:
+    # 20,000 identical kernels compress to about 11 KB, 1.8 events per compressed byte, where a
+    # real Kineto trace has one per 20-40 bytes: a quarter of an event per byte is read.
+    import gzip
+
+    import brrr_trace.traces as traces
+
+    monkeypatch.setattr(traces, "_GZIP_CAP_FLOOR", 1_000)
+    events = [kernel("k", 0.0, 0.5, corr=1)] * 20_000
+    path = tmp_path / "bomb.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    loaded = load(path)
+    assert len(loaded.trace.gpu) == path.stat().st_size // 4 < 20_000
+    assert "gzip-ratio" in [p.kind for p in loaded.problems]

@@ -58,6 +58,11 @@ def load(
     gzip can inflate to any number of events, and one name to megabytes (README, Security)."""
     path = os.fspath(path)
     name = os.path.basename(path)
+    bomb_cap = _gzip_event_cap(path)
+    if bomb_cap is not None and bomb_cap < max_events:
+        max_events, why = bomb_cap, "gzip-ratio"
+    else:
+        why = "event-cap"
     state = ReadState()
     stats = DecodeStats()
     columns: Columns | None = None
@@ -94,7 +99,17 @@ def load(
         **tables,
     )
     problems = _reader_problems(state, stats) + columns.problems() + _integrity_problems(trace)
-    if capped:
+    if capped and why == "gzip-ratio":
+        problems.append(
+            Problem(
+                "gzip-ratio",
+                max_events,
+                f"the gzip file inflates to more events than a profiler trace of its size holds "
+                f"(over {_EVENTS_PER_GZIP_BYTE:g} per compressed byte); only the first "
+                f"{max_events:,} were read",
+            )
+        )
+    elif capped:
         problems.append(
             Problem(
                 "event-cap",
@@ -106,6 +121,22 @@ def load(
     if columns.events == 0:
         problems.append(Problem("empty-trace", 1, "the trace has no events"))
     return LoadResult(trace=trace, problems=tuple(problems))
+
+
+# Kineto's events take 20-40 bytes each once gzipped (the public and H200 traces); a gzip that
+# inflates to several events per byte is a bomb, not a profile. Below the floor, nothing is cut.
+_EVENTS_PER_GZIP_BYTE = 0.25
+_GZIP_CAP_FLOOR = 1_000_000
+
+
+def _gzip_event_cap(path: str) -> int | None:
+    if not path.endswith(".gz"):
+        return None
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return None
+    return max(_GZIP_CAP_FLOOR, int(size * _EVENTS_PER_GZIP_BYTE))
 
 
 def _reader_problems(state: ReadState, stats: DecodeStats) -> list[Problem]:
