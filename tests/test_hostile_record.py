@@ -12,8 +12,8 @@ import pytest
 
 pytest.importorskip("torch")  # recording_info names the torch version
 
-from brrr_trace.recording import export  # noqa: E402
-from brrr_trace.recording.hidden_frames import HiddenFrames  # noqa: E402
+from brrr_trace.recording import export
+from brrr_trace.recording.hidden_frames import HiddenFrames
 
 KINETO = '{"schemaVersion": 1, "traceEvents": [\n{"ph": "X", "name": "a", "ts": 1, "dur": 1}\n]}'
 
