@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -140,13 +139,11 @@ class Client:
 def file_watchers(
     patterns: Sequence[str], roots: Sequence[str], relative: bool
 ) -> list[t.FileSystemWatcher]:
-    """Watchers for the ``traces`` globs: one per workspace folder where the client takes
-    relative patterns, else a ``**/`` glob."""
+    """Watchers for the ``traces`` globs (all relative: ``settings`` refuses the others): one per
+    workspace folder where the client takes relative patterns, else a ``**/`` glob."""
     watchers = []
     for pattern in patterns:
-        if os.path.isabs(pattern):
-            watchers.append(t.FileSystemWatcher(glob_pattern=pattern))
-        elif relative:
+        if relative:
             for root in roots:
                 base = from_fs_path(root) or Path(root).as_uri()
                 relative_pattern = t.RelativePattern(base_uri=base, pattern=pattern)

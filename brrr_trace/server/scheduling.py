@@ -125,8 +125,14 @@ class Loader:
         await self._load(active, options, try_next=not pin)
 
     async def _discover(self, settings: Settings) -> tuple[TraceFile, ...]:
+        """The trace files, off the loop; a search cut short by its bound is said once."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, discover, self._session.roots(), settings.traces)
+        found = await loop.run_in_executor(None, discover, self._session.roots(), settings.traces)
+        if found.capped and found.capped not in self._told:
+            self._told.add(found.capped)
+            log.warning("%s", found.capped)
+            self._client.show_message(found.capped, t.MessageType.Warning)
+        return found.traces
 
     def _choose(self, pin: str | None, options: AnalysisOptions) -> TraceFile | None:
         """The pinned trace, else the newest that has not failed; says once if the pin is gone."""
