@@ -5,19 +5,23 @@ outside the workspace, FIFOs, and a server killed while it loads."""
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import pytest_lsp
+from lsprotocol import types as t
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.server.lsp_helpers import (
     SERVER,
     Workspace,
+    age,
     ended_loads,
     initialize,
     open_and_settle,
     record_client_requests,
 )
+from tests.tracebuilder import frame, kernel, launch, op, write
 
 STATUS = "brrr-trace/status"
 
@@ -61,3 +65,52 @@ async def test_globs_out_of_the_workspace_are_refused_once_and_good_ones_load(
     assert '"[z-a]*" (not a valid glob: bad character range' in warning
     assert "using ['traces/*.gz']" in warning
     assert tracebacks(client) == []
+
+
+# --- 3. Markdown in trace strings ---------------------------------------------------------------
+
+MARKDOWN = "`![p](http://evil.example/p.png)<img src=x onerror=y>[run](command:workbench.x)*"
+# Without "(", "<" or "::", which cut a kernel name short: a reference link and a bare URL.
+KERNEL = "k` [run][1] http://evil.example/k\n\n[1]: command:workbench.x"
+
+
+def markdown_trace(workspace: Workspace) -> None:
+    """The fixture's source with a trace whose function, kernel and device names are Markdown."""
+    workspace.trace.unlink()
+    events = [
+        frame(f"workloads.py(108): item_in_loop{MARKDOWN}", 0.0, 100.0),
+        op("aten::mm", 1.0, 10.0),
+        launch(2.0, 1),
+        kernel(KERNEL, 5.0, 50.0, 1),
+    ]
+    device = {"id": 0, "name": f"GPU{MARKDOWN}"}
+    write(workspace.root / "traces" / "md.pt.trace.json", events, deviceProperties=[device])
+    age(workspace.root / "traces" / "md.pt.trace.json")
+
+
+def live_markdown(value: str) -> list[str]:
+    """Images, links, autolinks and HTML tags that a Markdown renderer would act on: outside
+    code spans, and not backslash-escaped."""
+    prose = re.sub(r"(`+)(?:(?!\1).)*?\1", "", value)  # drop code spans
+    return re.findall(r"(?<!\\)(?:\[[^\]]*(?<!\\)\][(\[:]|<[a-z]|https?:)", prose)
+
+
+async def test_markdown_in_trace_strings_never_becomes_links_images_or_html(
+    client: LanguageClient, workspace: Workspace
+) -> None:
+    markdown_trace(workspace)
+    await initialize(client, workspace)
+    await open_and_settle(client, workspace)
+    uri = t.TextDocumentIdentifier(uri=workspace.uri)
+    hover = await client.text_document_hover_async(t.HoverParams(uri, t.Position(107, 12)))
+    assert hover is not None
+    value = hover.contents.value
+    assert value.count("evil.example") + value.count("evil\\.example") == 3  # shown, as text
+    assert live_markdown(value) == []
+    function = await client.text_document_hover_async(t.HoverParams(uri, t.Position(101, 5)))
+    assert function is None or live_markdown(function.contents.value) == []
+
+
+def test_the_live_markdown_check_can_fail() -> None:
+    assert len(live_markdown(MARKDOWN)) == 4 and len(live_markdown(KERNEL)) == 3
+    assert live_markdown(f"``{MARKDOWN}``") == []
