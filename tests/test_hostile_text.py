@@ -84,7 +84,7 @@ def test_markdown_escapes_keep_the_text_and_drop_the_markup() -> None:
 
     assert markdown_text("a_b.c") == "a\\_b\\.c"
     assert markdown_text("![i](http://x)<b>") == "\\!\\[i\\]\\(http\\:\\/\\/x\\)\\<b\\>"
-    assert markdown_text("µs ×3\x1b") == "µs ×3\\x1b"
+    assert markdown_text("µs ×3\x1b") == "µs ×3\\\\x1b"  # renders as the escape \\x1b
     assert markdown_code("a") == "`a`"
     assert markdown_code("a``b") == "```a``b```"  # a longer fence: the run stays inside
     assert markdown_code("`x") == "`` `x ``"  # padded: one space each side is dropped again
