@@ -183,7 +183,7 @@ class Loader:
             session.loading = None
             session.last_error = None
             session.snapshot = build_snapshot(trace, options, report)
-            self._after_load(session.snapshot)
+            await self._after_load(session.snapshot)
         except AnalysisFailed as failure:
             self._load_failed((trace, options), str(failure), failure.bad_input, failure.detail)
             self._end_progress(token, "failed")
@@ -201,13 +201,14 @@ class Loader:
         finally:
             session.loading = None
 
-    def _after_load(self, snapshot: Snapshot) -> None:
+    async def _after_load(self, snapshot: Snapshot) -> None:
         """Tell the client: log, diagnostics, hints ready, refresh. Then the progress may end."""
         report = snapshot.report
         log.info("loaded %s", messages.loaded_summary(snapshot.trace.path, report))
         for note in messages.report_notes(report):
             log.info("%s", note)
         self._tell_unmapped(snapshot)
+        await self._session.read_closed()
         self._publish_diagnostics()
         self._session.prepare_hints()
         self._client.refresh_views()

@@ -5,14 +5,19 @@ outside the workspace, FIFOs, and a server killed while it loads."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
+from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_lsp
 from lsprotocol import types as t
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.server.lsp_helpers import (
+    FINDINGS_SERVER,
     SERVER,
     Workspace,
     age,
@@ -114,3 +119,88 @@ async def test_markdown_in_trace_strings_never_becomes_links_images_or_html(
 def test_the_live_markdown_check_can_fail() -> None:
     assert len(live_markdown(MARKDOWN)) == 4 and len(live_markdown(KERNEL)) == 3
     assert live_markdown(f"``{MARKDOWN}``") == []
+
+
+# --- 1. and 6. source files: only open ones in the workspace, never a FIFO --------------------
+
+
+def fix(rule: str, line: int, **where: str) -> dict[str, Any]:
+    return {
+        "rule": rule,
+        "line": line,
+        "message": "m",
+        "fix": "f",
+        "est_savings_ns": 1_000_000,
+        **where,
+    }
+
+
+# Findings for ``findings_server.py`` on files a report could name: /etc/passwd, a FIFO in the
+# workspace, a Python file outside it (paths relative to the workspace folder).
+PLANTED_FINDINGS = [
+    fix("host-sync", 109),
+    fix("fp32-matmul", 1, file="/etc/passwd", path="/etc/passwd"),
+    fix("fp32-matmul", 1, file="pipe.py", path="pipe.py"),
+    fix("pageable-memcpy", 2, file="secret.py", path="../elsewhere/secret.py"),
+]
+
+
+@pytest.fixture
+def planted(tmp_path: Path) -> dict[str, Path]:
+    """The files ``PLANTED_FINDINGS`` name."""
+    (tmp_path / "ws").mkdir()
+    fifo = tmp_path / "ws" / "pipe.py"
+    os.mkfifo(fifo)
+    outside = tmp_path / "elsewhere" / "secret.py"
+    outside.parent.mkdir()
+    outside.write_text("import torch\nx = torch.ones(3).cuda()\n")
+    return {"fifo": fifo, "outside": outside}
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        server_command=FINDINGS_SERVER,
+        server_env={**os.environ, "BRRR_TEST_FINDINGS": json.dumps(PLANTED_FINDINGS)},
+    )
+)
+async def findings_client(lsp_client: LanguageClient, planted: dict[str, Path]):
+    record_client_requests(lsp_client)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def code_actions(client: LanguageClient, uri: str, last: int = 5) -> list[Any]:
+    answer = await client.text_document_code_action_async(
+        t.CodeActionParams(
+            text_document=t.TextDocumentIdentifier(uri=uri),
+            range=t.Range(t.Position(0, 0), t.Position(last, 0)),
+            context=t.CodeActionContext(diagnostics=[]),
+        )
+    )
+    return answer or []
+
+
+async def test_files_outside_the_workspace_or_not_regular_are_never_read_or_edited(
+    findings_client: LanguageClient, workspace: Workspace, planted: dict[str, Path]
+) -> None:
+    client = findings_client
+    await initialize(client, workspace)
+    await open_and_settle(client, workspace)  # the FIFO did not block the load
+    assert [d.code for d in client.diagnostics[workspace.uri]] == ["host-sync"]
+    assert set(client.diagnostics) == {workspace.uri}  # none for passwd, the FIFO, the outside
+    passwd = Path("/etc/passwd").as_uri()
+    assert await code_actions(client, passwd) == []  # not open: no edits, not read
+    # Open in the editor, but outside the workspace: no hover, hint, diagnostic or edit either.
+    outside = planted["outside"]
+    client.text_document_did_open(
+        t.DidOpenTextDocumentParams(
+            t.TextDocumentItem(outside.as_uri(), "python", 1, outside.read_text())
+        )
+    )
+    assert await code_actions(client, outside.as_uri()) == []
+    hover = t.HoverParams(t.TextDocumentIdentifier(outside.as_uri()), t.Position(1, 2))
+    assert await client.text_document_hover_async(hover) is None
+    assert outside.as_uri() not in client.diagnostics
+    # The workspace's own document still gets its fix.
+    actions = await code_actions(client, workspace.uri, last=120)
+    assert [a.title for a in actions] == ["brrr-trace: how to fix host-sync"]
