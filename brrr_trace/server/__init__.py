@@ -50,6 +50,7 @@ def serve(
 
     from brrr_trace.server.analysis import default_analyze
     from brrr_trace.server.app import create_server
+    from brrr_trace.server.framing import BoundedInput
     from brrr_trace.server.logging import configure_stderr
 
     configure_stderr(verbose)
@@ -57,5 +58,5 @@ def serve(
     if tcp_port is not None:
         server.start_tcp(host, tcp_port)
     else:
-        server.start_io(sys.stdin.buffer, lsp_out)
-    return 0
+        server.start_io(BoundedInput(sys.stdin.buffer), lsp_out)  # type: ignore[arg-type]
+    return server.exit_code

@@ -29,20 +29,33 @@ class Client:
     def __init__(self, server: LanguageServer) -> None:
         self._server = server
         self._progress_tokens = 0
+        self._closed = False
+
+    def close(self) -> None:
+        """Send nothing from now on: the client said ``exit`` and stdout is about to close."""
+        self._closed = True
 
     # --- sent unasked --------------------------------------------------------------------------
 
     def show_message(self, message: str, kind: t.MessageType) -> None:
+        if self._closed:
+            return
         self._server.window_show_message(t.ShowMessageParams(type=kind, message=message))
 
     def publish(self, params: t.PublishDiagnosticsParams) -> None:
+        if self._closed:
+            return
         self._server.text_document_publish_diagnostics(params)
 
     def send_status(self, status: dict[str, Any]) -> None:
+        if self._closed:
+            return
         self._server.protocol.notify(STATUS_NOTIFICATION, status)
 
     def refresh_views(self) -> None:
         """Ask the client to re-request hints and lenses (if it can be asked)."""
+        if self._closed:
+            return
         workspace = self._server.client_capabilities.workspace
         if workspace and workspace.inlay_hint and workspace.inlay_hint.refresh_support:
             _ignore_answer(self._server.workspace_inlay_hint_refresh(None))
@@ -54,7 +67,7 @@ class Client:
     async def begin_progress(self, begin: t.WorkDoneProgressBegin) -> str | None:
         """A new ``$/progress`` token, begun; None when the client shows no progress."""
         window = self._server.client_capabilities.window
-        if not (window and window.work_done_progress):
+        if self._closed or not (window and window.work_done_progress):
             return None
         self._progress_tokens += 1
         token = f"brrr-trace/load/{self._progress_tokens}"
@@ -68,9 +81,13 @@ class Client:
         return token
 
     def report_progress(self, token: str, report: t.WorkDoneProgressReport) -> None:
+        if self._closed:
+            return
         self._server.work_done_progress.report(token, report)
 
     def end_progress(self, token: str, end: t.WorkDoneProgressEnd) -> None:
+        if self._closed:
+            return
         self._server.work_done_progress.end(token, end)
 
     # --- asked ---------------------------------------------------------------------------------

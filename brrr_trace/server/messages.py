@@ -82,7 +82,10 @@ def no_traces_message(globs: Sequence[str]) -> str:
 
 
 def pin_missing_message(path: str) -> str:
-    return f"brrr-trace: the chosen trace {path} does not exist; showing the newest one instead."
+    return (
+        f"brrr-trace: the chosen trace {terminal_safe(path)} does not exist or is not a regular "
+        "file; showing the newest one instead."
+    )
 
 
 def report_notes(report: Report) -> list[str]:

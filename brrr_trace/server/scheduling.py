@@ -190,7 +190,10 @@ class Loader:
             if try_next and any((c, options) not in self._failed for c in session.candidates):
                 self.request(rescan=True)
         except asyncio.CancelledError:
+            # A newer reason won (the trace changed or went): not "loading" it any more.
+            session.loading = None
             self._end_progress(token, "cancelled")
+            self._send_status()
             raise
         except Exception as error:  # a bug of ours: say so once, keep serving
             detail = traceback.format_exc()

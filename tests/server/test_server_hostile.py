@@ -204,3 +204,14 @@ async def test_files_outside_the_workspace_or_not_regular_are_never_read_or_edit
     # The workspace's own document still gets its fix.
     actions = await code_actions(client, workspace.uri, last=120)
     assert [a.title for a in actions] == ["brrr-trace: how to fix host-sync"]
+
+
+async def test_a_fifo_as_the_trace_does_not_hang_the_load(
+    client: LanguageClient, workspace: Workspace
+) -> None:
+    fifo = workspace.root / "traces" / "newest.pt.trace.json"
+    os.mkfifo(fifo)  # the newest file matching the globs, and the chosen trace
+    await initialize(client, workspace, options={"brrr-trace": {"trace": str(fifo)}})
+    await open_and_settle(client, workspace)
+    assert ended_loads(client)[0].message.startswith("item_in_loop.pt.trace.json.gz: ")
+    assert warnings_about(client, "newest.pt.trace.json does not exist or is not a regular file")
