@@ -48,6 +48,10 @@ def serve(
         os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
         sys.stdout = sys.stderr
 
+    # The analysis process is ``python -c ...`` in this folder, which ``-c`` puts first on its
+    # ``sys.path`` before multiprocessing hands it ours: PYTHONSAFEPATH (3.11+) leaves it out.
+    os.environ["PYTHONSAFEPATH"] = "1"
+
     from brrr_trace.server.analysis import default_analyze
     from brrr_trace.server.app import create_server
     from brrr_trace.server.framing import BoundedInput

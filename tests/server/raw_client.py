@@ -38,9 +38,14 @@ def parse_frames(data: bytes) -> list[dict[str, Any]]:
 class RawClient:
     """Just enough of an LSP client to drive the server and keep every byte of its stdout."""
 
-    def __init__(self, command: list[str], cwd: Path) -> None:
+    def __init__(self, command: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
         self.process = subprocess.Popen(
-            command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         self.stdout = bytearray()
         self.stderr = bytearray()

@@ -20,8 +20,10 @@ SLOW_SERVER = [sys.executable, str(Path(__file__).with_name("slow_server.py"))]
 INVALID_REQUEST = -32600
 
 
-def started(command: list[str], workspace: Workspace, **settings: Any) -> RawClient:
-    client = RawClient(command, workspace.root)
+def started(
+    command: list[str], workspace: Workspace, env: dict[str, str] | None = None, **settings: Any
+) -> RawClient:
+    client = RawClient(command, workspace.root, env)
     client.send(
         {
             "id": 1,
@@ -151,3 +153,33 @@ def test_a_trace_deleted_mid_load_is_not_loading_any_more(workspace: Workspace) 
     client.wait_for(lambda m: m.get("id") == 2)
     client.send({"method": "exit"})
     assert client.process.wait(TIMEOUT_S) == 0
+
+
+# --- 4. no import from the workspace ------------------------------------------------------------
+
+PLANTED = """import pathlib, sys
+pathlib.Path(__file__).with_suffix(".imported").write_text(" ".join(sys.argv))
+raise ImportError("a planted module")
+"""
+
+
+def test_modules_planted_in_the_workspace_are_not_imported(workspace: Workspace) -> None:
+    """Started in the workspace, as an editor without the extension's care would: neither the
+    server nor its analysis process imports ``msgspec.py`` (which loading a trace needs) or
+    ``multiprocessing.py`` from there."""
+    planted = [workspace.root / "msgspec.py", workspace.root / "multiprocessing.py"]
+    for module in planted:
+        module.write_text(PLANTED)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"}
+    client = started(SERVER, workspace, env=env)
+    client.wait_for(
+        lambda m: (
+            m.get("method") == "window/logMessage"
+            and m["params"]["message"].startswith("loaded item_in_loop")
+        )
+    )
+    client.send({"id": 2, "method": "shutdown"})
+    client.wait_for(lambda m: m.get("id") == 2)
+    client.send({"method": "exit"})
+    assert client.process.wait(TIMEOUT_S) == 0
+    assert [p.name for p in workspace.root.glob("*.imported")] == []
