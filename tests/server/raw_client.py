@@ -78,6 +78,31 @@ class RawClient:
         assert ok, f"timed out; stderr:\n{self.stderr.decode(errors='replace')}"
         return next(m for m in self._complete() if predicate(m))
 
+    def initialize(self, root: Path, options: Any = None) -> None:
+        """``initialize`` (no client capabilities: the server polls, shows no progress), its
+        answer, ``initialized``."""
+        params = {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}
+        if options is not None:
+            params["initializationOptions"] = options
+        self.send({"id": 1, "method": "initialize", "params": params})
+        self.wait_for(lambda m: m.get("id") == 1)
+        self.send({"method": "initialized", "params": {}})
+
+    def wait_for_log(self, start: str) -> dict[str, Any]:
+        """The first ``window/logMessage`` whose text starts with ``start``."""
+        return self.wait_for(
+            lambda m: (
+                m.get("method") == "window/logMessage" and m["params"]["message"].startswith(start)
+            )
+        )
+
+    def shut_down(self, msg_id: int, timeout: float = 30) -> int:
+        """``shutdown``, its answer, ``exit``: the server's exit code."""
+        self.send({"id": msg_id, "method": "shutdown"})
+        self.wait_for(lambda m: m.get("id") == msg_id)
+        self.send({"method": "exit"})
+        return self.process.wait(timeout)
+
     def _complete(self) -> list[dict[str, Any]]:
         data = bytes(self.stdout)
         cut = len(data)

@@ -24,20 +24,7 @@ def started(
     command: list[str], workspace: Workspace, env: dict[str, str] | None = None, **settings: Any
 ) -> RawClient:
     client = RawClient(command, workspace.root, env)
-    client.send(
-        {
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "processId": None,
-                "rootUri": workspace.root.as_uri(),
-                "capabilities": {},
-                "initializationOptions": {"brrr-trace": settings},
-            },
-        }
-    )
-    client.wait_for(lambda m: m.get("id") == 1)
-    client.send({"method": "initialized", "params": {}})
+    client.initialize(workspace.root, {"brrr-trace": settings})
     return client
 
 
@@ -101,10 +88,7 @@ def test_a_huge_content_length_is_skipped_and_the_server_stays(workspace: Worksp
     client = started(SERVER, workspace)
     client.send_bytes(b"Content-Length: 100000000000\r\n\r\n{}\r\n")
     assert "error" not in hover(client, 2, workspace)  # answered: alive, and in step
-    client.send({"id": 3, "method": "shutdown"})
-    client.wait_for(lambda m: m.get("id") == 3)
-    client.send({"method": "exit"})
-    assert client.process.wait(TIMEOUT_S) == 0
+    assert client.shut_down(3, TIMEOUT_S) == 0
     assert "skipped a message of 100000000000 bytes" in client.stderr.decode()
 
 
@@ -149,10 +133,7 @@ def test_a_trace_deleted_mid_load_is_not_loading_any_more(workspace: Workspace) 
     workspace.trace.unlink()
     after = status(client, loading=None)
     assert after["trace"] is None
-    client.send({"id": 2, "method": "shutdown"})
-    client.wait_for(lambda m: m.get("id") == 2)
-    client.send({"method": "exit"})
-    assert client.process.wait(TIMEOUT_S) == 0
+    assert client.shut_down(2, TIMEOUT_S) == 0
 
 
 # --- 4. no import from the workspace ------------------------------------------------------------
@@ -172,14 +153,6 @@ def test_modules_planted_in_the_workspace_are_not_imported(workspace: Workspace)
         module.write_text(PLANTED)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"}
     client = started(SERVER, workspace, env=env)
-    client.wait_for(
-        lambda m: (
-            m.get("method") == "window/logMessage"
-            and m["params"]["message"].startswith("loaded item_in_loop")
-        )
-    )
-    client.send({"id": 2, "method": "shutdown"})
-    client.wait_for(lambda m: m.get("id") == 2)
-    client.send({"method": "exit"})
-    assert client.process.wait(TIMEOUT_S) == 0
+    client.wait_for_log("loaded item_in_loop")
+    assert client.shut_down(2, TIMEOUT_S) == 0
     assert [p.name for p in workspace.root.glob("*.imported")] == []

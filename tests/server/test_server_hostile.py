@@ -28,19 +28,10 @@ from tests.server.lsp_helpers import (
 )
 from tests.tracebuilder import frame, kernel, launch, op, write
 
-STATUS = "brrr-trace/status"
-
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
 async def client(lsp_client: LanguageClient):
     record_client_requests(lsp_client)
-    lsp_client.statuses = []  # type: ignore[attr-defined]
-
-    @lsp_client.feature(STATUS)
-    def _status(params: Any) -> None:
-        plain = params if isinstance(params, dict) else params._asdict()
-        lsp_client.statuses.append(plain)  # type: ignore[attr-defined]
-
     yield
     await lsp_client.shutdown_session()
 

@@ -31,19 +31,7 @@ def test_the_frame_check_can_fail() -> None:
 def test_stdout_carries_only_lsp_frames(workspace: Workspace, command: list[str]) -> None:
     client = RawClient(command, workspace.root)
     try:
-        client.send(
-            {
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "processId": None,
-                    "rootUri": workspace.root.as_uri(),
-                    "capabilities": {},
-                },
-            }
-        )
-        client.wait_for(lambda m: m.get("id") == 1)
-        client.send({"method": "initialized", "params": {}})
+        client.initialize(workspace.root)
         client.send(
             {
                 "method": "textDocument/didOpen",
@@ -57,16 +45,8 @@ def test_stdout_carries_only_lsp_frames(workspace: Workspace, command: list[str]
                 },
             }
         )
-        client.wait_for(
-            lambda m: (
-                m.get("method") == "window/logMessage"
-                and m["params"]["message"].startswith("loaded item_in_loop.pt.trace.json.gz")
-            )
-        )
-        client.send({"id": 2, "method": "shutdown"})
-        client.wait_for(lambda m: m.get("id") == 2)
-        client.send({"method": "exit"})
-        assert client.process.wait(timeout=30) == 0
+        client.wait_for_log("loaded item_in_loop.pt.trace.json.gz")
+        assert client.shut_down(2) == 0
     finally:
         if client.process.poll() is None:
             client.process.kill()
