@@ -10,9 +10,12 @@ Modules by role, the way requests flow:
 - ``scheduling``: loading and reloading off the event loop, polling, progress and status;
 - ``client``: what goes to the editor, and what the server asks it;
 - ``convert`` (document features) and ``messages`` (everything else): the wording, pure;
-- ``discovery`` (the trace files), ``analysis`` (the analysis process), ``snapshot`` (the
-  immutable result), ``source`` (the syntax of a document), ``actions`` (mechanical fixes),
-  ``settings`` (what clients may set), ``logging`` (stderr and window/logMessage).
+- ``discovery`` (the trace files) and ``globs`` (the ``traces`` patterns), ``analysis`` (the
+  analysis process), ``snapshot`` (the immutable result), ``source`` (the syntax of a
+  document), ``actions`` (mechanical fixes), ``settings`` (what clients may set), ``logging``
+  (stderr and window/logMessage);
+- ``framing`` (stdin with bounded reads) and ``protocol`` (pygls' protocol, answering requests
+  after ``shutdown``): the protocol faults pygls does not handle (README, Security notes).
 
 Nothing else in the package imports this one.
 """

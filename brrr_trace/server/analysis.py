@@ -56,14 +56,19 @@ def _die_with(parent: int) -> None:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # died before the signal was asked for
-        os._exit(1)
+        _end_now()
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
 
 def _watch_parent(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(_PARENT_POLL_S)
-    os._exit(1)
+    _end_now()
+
+
+def _end_now() -> None:
+    """End the whole process from any thread, at once (no clean-up: nobody waits for it)."""
+    os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
 
 
 def _worker(

@@ -17,8 +17,8 @@ from typing import Any
 from lsprotocol import types as t
 
 from brrr_trace import units
-from brrr_trace.render.safe_text import markdown_code, markdown_text, terminal_safe
 from brrr_trace.report import Finding, LineReport, Report, severity_of_saving
+from brrr_trace.safe_text import markdown_code, markdown_text, terminal_safe
 from brrr_trace.server import messages
 from brrr_trace.server.actions import Edit, Fix, fix_for
 from brrr_trace.server.names import CMD_SHOW_FIX, CMD_SHOW_FUNCTION

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 
-from brrr_trace.render.safe_text import terminal_safe
+from brrr_trace.safe_text import terminal_safe
 
 
 def refusal(pattern: str) -> str | None:

@@ -13,8 +13,8 @@ from typing import Any
 from lsprotocol import types as t
 
 from brrr_trace import units
-from brrr_trace.render.safe_text import terminal_safe
 from brrr_trace.report import Report
+from brrr_trace.safe_text import terminal_safe
 from brrr_trace.server.discovery import TraceFile
 from brrr_trace.server.snapshot import Snapshot
 
