@@ -16,7 +16,7 @@ from brrr_trace import __version__
 from brrr_trace.errors import BrrrError
 from brrr_trace.options import DEFAULT_EXCLUDED_FILES, AnalysisOptions
 from brrr_trace.output import report_output
-from brrr_trace.render.safe_text import terminal_safe
+from brrr_trace.safe_text import terminal_safe
 
 log = logging.getLogger("brrr_trace")
 

@@ -8,11 +8,13 @@ only once it is written whole: a full disk or a kill leaves the previous report 
 
 from __future__ import annotations
 
+import io
 import os
 import secrets
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from typing import Any, BinaryIO
 
 from brrr_trace.errors import BrrrError
 
@@ -26,24 +28,46 @@ _CREATE_FLAGS = (
 )
 
 
-class _ReportFile:
+class _FdWriter(io.RawIOBase):
+    """The claimed descriptor as a raw stream (for a buffer or a gzip writer on top)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        return os.write(self._fd, data)
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._fd)
+        super().close()
+
+
+class _NewFile:
+    """A new file claimed beside ``target``; ``commit`` renames it over the target."""
+
     def __init__(self, target: str) -> None:
         self.target = target
         self.folder = os.path.dirname(os.path.abspath(target))
         self._mode = _check_target(target, self.folder)
-        self.temp, self._fd = _claim_temp(target, self.folder)
+        self.temp, fd = _claim_temp(target, self.folder)
+        self.stream: BinaryIO = io.BufferedWriter(_FdWriter(fd), 1 << 20)
 
-    def write(self, text: str) -> None:
-        data = text.encode("utf-8")
+    def commit(self) -> None:
+        """Flush, keep the replaced file's permissions, sync, and rename over the target."""
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self._fd, view) :]
+            self.stream.flush()
+            fd = self.stream.fileno()
             if self._mode is not None and hasattr(os, "fchmod"):
-                os.fchmod(self._fd, self._mode)  # the replaced report's permissions
-            os.fsync(self._fd)
-            os.close(self._fd)
-            self._fd = -1
+                os.fchmod(fd, self._mode)  # the replaced file's permissions
+            os.fsync(fd)
+            self.stream.close()
             os.replace(self.temp, self.target)
         except OSError as error:
             raise BrrrError(
@@ -51,10 +75,19 @@ class _ReportFile:
                 "a previous file of that name is unchanged."
             ) from None
 
+    def write_all(self, text: str) -> None:
+        try:
+            self.stream.write(text.encode("utf-8"))
+        except OSError as error:
+            raise BrrrError(
+                f"-o {self.target}: could not be written ({error.strerror}); "
+                "a previous file of that name is unchanged."
+            ) from None
+        self.commit()
+
     def discard(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        with suppress(OSError):  # a full disk fails the flush of a close; the file goes anyway
+            self.stream.close()
         with suppress(FileNotFoundError):  # already renamed onto the target
             os.unlink(self.temp)
 
@@ -105,8 +138,21 @@ def report_output(target: str | None, stdout: Emit) -> Iterator[Emit]:
     if target is None:
         yield stdout
         return
-    out = _ReportFile(target)
+    out = _NewFile(target)
     try:
-        yield out.write
+        yield out.write_all
+    finally:
+        out.discard()
+
+
+@contextmanager
+def replaced_atomically(target: str) -> Iterator[BinaryIO]:
+    """A binary stream to a new file beside ``target`` that replaces it when the block ends
+    without an error; on an error the new file is removed and ``target`` stays as it was.
+    BrrrError when the target cannot be written (a folder, a device, a missing folder)."""
+    out = _NewFile(target)
+    try:
+        yield out.stream
+        out.commit()
     finally:
         out.discard()

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from brrr_trace.cli import main
-from brrr_trace.render.safe_text import terminal_safe
+from brrr_trace.safe_text import terminal_safe
 from tests.tracebuilder import frame, kernel, launch, op, write
 
 H200 = Path(__file__).resolve().parent / "data" / "h200"
@@ -77,3 +77,14 @@ def test_error_messages_quoting_a_name_are_neutralised(tmp_path, capsys) -> None
     err = capsys.readouterr().err
     assert not any(c in err for c in RAW)
     assert err.count("\n") == 1
+
+
+def test_markdown_escapes_keep_the_text_and_drop_the_markup() -> None:
+    from brrr_trace.safe_text import markdown_code, markdown_text
+
+    assert markdown_text("a_b.c") == "a\\_b\\.c"
+    assert markdown_text("![i](http://x)<b>") == "\\!\\[i\\]\\(http\\:\\/\\/x\\)\\<b\\>"
+    assert markdown_text("µs ×3\x1b") == "µs ×3\\\\x1b"  # renders as the escape \\x1b
+    assert markdown_code("a") == "`a`"
+    assert markdown_code("a``b") == "```a``b```"  # a longer fence: the run stays inside
+    assert markdown_code("`x") == "`` `x ``"  # padded: one space each side is dropped again

@@ -441,7 +441,8 @@ def test_rewrite_matches_by_start_and_name_and_reparents(tmp_path: Path) -> None
     index.add(base + 1_000_000, "user.py(3): outer", outer)
     dst = tmp_path / "out.json.gz"
     info = export.recording_info(exact_ops=True)
-    stats = export.rewrite(src, dst, index, gz=True, trace_name=str(dst), info=info)
+    with open(dst, "wb") as out:
+        stats = export.rewrite(src, out, index, gz=True, trace_name=str(dst), info=info)
     assert stats == {
         "python_events": 4,
         "call_lines_matched": 2,

@@ -15,17 +15,60 @@ def _is_windows_abs(path: str) -> bool:
     return len(path) > 2 and path[1] == ":" and path[2] == "/"
 
 
+NOT_PYTHON = "is not a Python file"
+
+
+class SourceFolders:
+    """The folders whose source files may be read (README, Security notes): the source root
+    and the targets of the path mappings for the analysis; the server adds the workspace's."""
+
+    def __init__(self, folders: list[str]) -> None:
+        # Links resolved (``allowed``), and as written (``_named``: a path is judged before its
+        # links are).
+        self.allowed = tuple(Path(folder).resolve() for folder in folders)
+        self._named = self.allowed + tuple(Path(os.path.abspath(f)) for f in folders)
+
+    def refusal(self, local: str) -> str | None:
+        """Why ``local`` may not be read, or None. A trace may name any file. Only Python files
+        named inside an allowed folder are read (a mapping's ``..`` climbs out of it), and a
+        link among them only to a Python file (a module shared between checkouts, a Bazel
+        runfiles tree), never to /etc/passwd, a key, /proc/self/environ or a device."""
+        if not local.lower().endswith(PYTHON_FILES):
+            return NOT_PYTHON
+        if not self.named_inside(local):
+            return "lies outside the source root"
+        if not self.may_read(os.path.realpath(local)):
+            return "is a link out of the source root to a file that is not Python"
+        return None
+
+    def named_inside(self, path: str) -> bool:
+        lexical = Path(os.path.abspath(path))  # ``..`` collapsed, links not followed
+        return any(lexical.is_relative_to(folder) for folder in self._named) or self.contains(path)
+
+    def contains(self, path: str) -> bool:
+        """Whether ``path``, links resolved, lies in one of the folders."""
+        try:
+            real = Path(os.path.realpath(path))
+            return any(real.is_relative_to(folder) for folder in self.allowed)
+        except (OSError, ValueError):
+            return False
+
+    def may_read(self, real: str) -> bool:
+        """Whether a file, links already resolved, may be read: it lies in an allowed folder,
+        or it is Python source that a link inside one leads to."""
+        return real.lower().endswith(PYTHON_FILES) or self.contains(real)
+
+
 class PathMapper:
     """Longest-suffix matching of trace paths against the Python files under a root folder."""
 
     def __init__(self, root: str | None, mappings: tuple[tuple[str, str], ...] = ()) -> None:
         self.root = Path(root).resolve() if root else None
         self.mappings = tuple(mappings)
-        # The folders whose files may be read: the root and the targets of the mappings, links
-        # resolved (``allowed``), and as written (``_named``: a path is judged before its links).
-        folders = [local for _, local in self.mappings] + ([root] if root else [])
-        self.allowed = tuple(Path(folder).resolve() for folder in folders)
-        self._named = self.allowed + tuple(Path(os.path.abspath(f)) for f in folders)
+        # The folders whose files may be read: the root and the targets of the mappings.
+        self.folders = SourceFolders(
+            [local for _, local in self.mappings] + ([root] if root else [])
+        )
         # Trace paths whose file exists but was refused, and why (reported as a problem).
         self.refused: dict[str, str] = {}
         self._by_name: dict[str, list[str]] = {}
@@ -70,36 +113,16 @@ class PathMapper:
         return self._by_suffix(normalized)
 
     def _admit(self, local: str) -> bool:
-        """A trace may name any file. Only Python files named inside an allowed folder are read
-        (a mapping's ``..`` climbs out of it), and a link among them only to a Python file (a
-        module shared between checkouts, a Bazel runfiles tree), never to /etc/passwd, a key,
-        /proc/self/environ or a device."""
-        if not local.lower().endswith(PYTHON_FILES):
-            return False
-        if not self._named_inside(local):
-            self.refused[local] = "lies outside the source root"
-            return False
-        if not self.may_read(os.path.realpath(local)):
-            self.refused[local] = "is a link out of the source root to a file that is not Python"
-            return False
-        return True
+        refusal = self.folders.refusal(local)
+        if refusal is not None and refusal != NOT_PYTHON:
+            self.refused[local] = refusal
+        return refusal is None
 
     def _named_inside(self, path: str) -> bool:
-        lexical = Path(os.path.abspath(path))  # ``..`` collapsed, links not followed
-        return any(lexical.is_relative_to(folder) for folder in self._named) or self.contains(path)
-
-    def contains(self, path: str) -> bool:
-        """Whether ``path``, links resolved, lies in the source root or a mapping's target."""
-        try:
-            real = Path(os.path.realpath(path))
-            return any(real.is_relative_to(folder) for folder in self.allowed)
-        except (OSError, ValueError):
-            return False
+        return self.folders.named_inside(path)
 
     def may_read(self, real: str) -> bool:
-        """Whether a file, links already resolved, may be read: it lies in an allowed folder,
-        or it is Python source that a link inside one leads to."""
-        return real.lower().endswith(PYTHON_FILES) or self.contains(real)
+        return self.folders.may_read(real)
 
     def _by_suffix(self, normalized: str) -> str | None:
         parts = normalized.split("/")

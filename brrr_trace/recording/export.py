@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import io
 import json
 import os
 import re
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
+from brrr_trace.errors import BrrrError
+from brrr_trace.output import replaced_atomically
 from brrr_trace.recording.call_lines import CallIndex, PythonCall, index_tree
 from brrr_trace.recording.hidden_frames import HiddenFrames
 from brrr_trace.recording.notices import warn
@@ -52,53 +54,54 @@ def export(
     prof: Any, path: str | os.PathLike[str], *, exact_ops: bool, hidden: HiddenFrames
 ) -> dict[str, int]:
     """Export a stopped profile to ``path`` (gzipped when it ends in ``.gz``) with call lines
-    added; returns the counts of matched, unmatched and hidden Python events."""
+    added; returns the counts of matched, unmatched and hidden Python events.
+
+    Nothing is written through a name someone else could have planted beside ``path``: torch's
+    own file goes into a fresh private folder (``mkdtemp``: mode 0700, a new name), and the
+    trace into a new file that replaces ``path`` whole (``output.replaced_atomically``)."""
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
-    raw = final.with_name(final.name + ".kineto.json")
-    out = final.with_name(final.name + ".tmp")
     calls: CallIndex | None
     try:
         calls = index_tree(prof.profiler.kineto_results.experimental_event_tree(), hidden)
     except Exception as error:  # an older or newer torch without the tree: lines become 0
         warn(f"no call lines ({type(error).__name__}: {error})")
         calls = None
-    prof.export_chrome_trace(str(raw))
-    try:
-        stats = rewrite(
-            raw,
-            out,
-            calls,
-            gz=final.name.endswith(".gz"),
-            trace_name=str(final),
-            info=recording_info(exact_ops),
-        )
-        os.replace(out, final)
-    except Exception as error:
-        warn(
-            f"could not add call lines ({type(error).__name__}: {error}); "
-            "the trace is as torch wrote it"
-        )
-        with contextlib.suppress(OSError):
-            out.unlink()
-        _copy(raw, final)
-        stats = {}
-    finally:
-        with contextlib.suppress(OSError):
-            raw.unlink()
-    return stats
+    gz = final.name.endswith(".gz")
+    with tempfile.TemporaryDirectory(prefix=f".{final.name}.", dir=final.parent) as private:
+        raw = Path(private) / "kineto.json"
+        prof.export_chrome_trace(str(raw))
+        try:
+            with replaced_atomically(str(final)) as out:
+                return rewrite(
+                    raw, out, calls, gz=gz, trace_name=str(final), info=recording_info(exact_ops)
+                )
+        except BrrrError:
+            raise  # the target itself cannot be written: a copy could not be either
+        except Exception as error:
+            warn(
+                f"could not add call lines ({type(error).__name__}: {error}); "
+                "the trace is as torch wrote it"
+            )
+        with replaced_atomically(str(final)) as out:
+            _copy(raw, out, gz)
+    return {}
 
 
-def _copy(src: Path, dst: Path) -> None:
-    with open(src, "rb") as fin, _open_write(dst, dst.name.endswith(".gz")) as fout:
+def _copy(src: Path, dst: BinaryIO, gz: bool) -> None:
+    with open(src, "rb") as fin, _compressed(dst, gz) as fout:
         while chunk := fin.read(1 << 22):
             fout.write(chunk)
 
 
-def _open_write(path: Path, gz: bool) -> gzip.GzipFile | io.BufferedWriter:
-    if gz:
-        return gzip.open(path, "wb", compresslevel=6)
-    return open(path, "wb")
+@contextlib.contextmanager
+def _compressed(stream: BinaryIO, gz: bool) -> Iterator[BinaryIO]:
+    """``stream``, through gzip when ``gz``; the stream itself stays open."""
+    if not gz:
+        yield stream
+        return
+    with gzip.GzipFile(fileobj=stream, mode="wb", compresslevel=6) as packed:
+        yield packed  # type: ignore[misc]
 
 
 class _Category(msgspec.Struct):
@@ -170,19 +173,19 @@ def _match(
 
 def rewrite(
     src: Path,
-    dst: Path,
+    dst: BinaryIO,
     calls: CallIndex | None,
     *,
     gz: bool,
     trace_name: str,
     info: dict[str, Any],
 ) -> dict[str, int]:
-    """Copy torch's trace ``src`` to ``dst`` with brrr-trace's additions; ``info`` starts the
-    ``brrr_record`` (what the profile's own metadata says goes over it)."""
+    """Copy torch's trace ``src`` to the stream ``dst`` with brrr-trace's additions; ``info``
+    starts the ``brrr_record`` (what the profile's own metadata says goes over it)."""
     stats = {"python_events": 0, "call_lines_matched": 0, "call_lines_unmatched": 0, "hidden": 0}
     matched, keys = _match(src, calls, stats)
     record = dict(info)
-    with _open_write(dst, gz) as out:
+    with _compressed(dst, gz) as out:
         before = _keys(keys.text_before_events, trace_name, record)
         out.write(b"{" + b",\n".join([*before, b'"traceEvents": [\n']))
         python_events = iter(matched)

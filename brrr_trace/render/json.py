@@ -8,8 +8,8 @@ from typing import Any
 import msgspec
 
 from brrr_trace.diff import Diff
-from brrr_trace.render.safe_text import json_safe
 from brrr_trace.report import Finding, LineReport, Report
+from brrr_trace.safe_text import json_safe
 
 
 def _us(ns: int) -> float:

@@ -11,8 +11,8 @@ from rich.text import Text
 
 from brrr_trace import units
 from brrr_trace.diff import Diff
-from brrr_trace.render.safe_text import terminal_safe
 from brrr_trace.report import Finding, LineReport, Report, StepsReport
+from brrr_trace.safe_text import terminal_safe
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
 _REGIME_STYLE = {Regime.COMPUTE: "green", Regime.MEMORY: "cyan", Regime.OVERHEAD: "magenta"}

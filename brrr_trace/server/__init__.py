@@ -10,9 +10,12 @@ Modules by role, the way requests flow:
 - ``scheduling``: loading and reloading off the event loop, polling, progress and status;
 - ``client``: what goes to the editor, and what the server asks it;
 - ``convert`` (document features) and ``messages`` (everything else): the wording, pure;
-- ``discovery`` (the trace files), ``analysis`` (the analysis process), ``snapshot`` (the
-  immutable result), ``source`` (the syntax of a document), ``actions`` (mechanical fixes),
-  ``settings`` (what clients may set), ``logging`` (stderr and window/logMessage).
+- ``discovery`` (the trace files) and ``globs`` (the ``traces`` patterns), ``analysis`` (the
+  analysis process), ``snapshot`` (the immutable result), ``source`` (the syntax of a
+  document), ``actions`` (mechanical fixes), ``settings`` (what clients may set), ``logging``
+  (stderr and window/logMessage);
+- ``framing`` (stdin with bounded reads) and ``protocol`` (pygls' protocol, answering requests
+  after ``shutdown``): the protocol faults pygls does not handle (README, Security notes).
 
 Nothing else in the package imports this one.
 """
@@ -48,8 +51,13 @@ def serve(
         os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
         sys.stdout = sys.stderr
 
+    # The analysis process is ``python -c ...`` in this folder, which ``-c`` puts first on its
+    # ``sys.path`` before multiprocessing hands it ours: PYTHONSAFEPATH (3.11+) leaves it out.
+    os.environ["PYTHONSAFEPATH"] = "1"
+
     from brrr_trace.server.analysis import default_analyze
     from brrr_trace.server.app import create_server
+    from brrr_trace.server.framing import BoundedInput
     from brrr_trace.server.logging import configure_stderr
 
     configure_stderr(verbose)
@@ -57,5 +65,5 @@ def serve(
     if tcp_port is not None:
         server.start_tcp(host, tcp_port)
     else:
-        server.start_io(sys.stdin.buffer, lsp_out)
-    return 0
+        server.start_io(BoundedInput(sys.stdin.buffer), lsp_out)  # type: ignore[arg-type]
+    return server.exit_code

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import multiprocessing
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -20,6 +24,9 @@ from typing import Any
 from brrr_trace.errors import BrrrError
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.report import Report
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_PARENT_POLL_S = 0.5
 
 AnalyzeFn = Callable[[str, AnalysisOptions, Callable[[int, int], None]], Report]
 
@@ -41,7 +48,33 @@ def default_analyze(
     return analyze(path, options, progress)
 
 
-def _worker(conn: Any, analyze: AnalyzeFn, path: str, options: AnalysisOptions) -> None:
+def _die_with(parent: int) -> None:
+    """End this process when the server ends, even killed: a load it no longer waits for must
+    not go on (a FIFO or a huge trace could keep it forever). Linux: the kernel's parent-death
+    signal; everywhere else too: a thread that sees the parent change (reparented on POSIX)."""
+    with contextlib.suppress(OSError, AttributeError, TypeError):  # not Linux
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # died before the signal was asked for
+        _end_now()
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(_PARENT_POLL_S)
+    _end_now()
+
+
+def _end_now() -> None:
+    """End the whole process from any thread, at once (no clean-up: nobody waits for it)."""
+    os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
+
+
+def _worker(
+    conn: Any, analyze: AnalyzeFn, path: str, options: AnalysisOptions, parent: int
+) -> None:
+    _die_with(parent)
     # The parent's stdout carries LSP frames: nothing in here may write to it.
     with contextlib.suppress(OSError):
         os.dup2(2, 1)
@@ -83,7 +116,7 @@ class AnalysisJob:
         receiver, sender = ctx.Pipe(duplex=False)
         process = ctx.Process(
             target=_worker,
-            args=(sender, self.analyze, self.path, self.options),
+            args=(sender, self.analyze, self.path, self.options, os.getpid()),
             name="brrr-trace-analysis",
             daemon=True,
         )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,20 +29,33 @@ class Client:
     def __init__(self, server: LanguageServer) -> None:
         self._server = server
         self._progress_tokens = 0
+        self._closed = False
+
+    def close(self) -> None:
+        """Send nothing from now on: the client said ``exit`` and stdout is about to close."""
+        self._closed = True
 
     # --- sent unasked --------------------------------------------------------------------------
 
     def show_message(self, message: str, kind: t.MessageType) -> None:
+        if self._closed:
+            return
         self._server.window_show_message(t.ShowMessageParams(type=kind, message=message))
 
     def publish(self, params: t.PublishDiagnosticsParams) -> None:
+        if self._closed:
+            return
         self._server.text_document_publish_diagnostics(params)
 
     def send_status(self, status: dict[str, Any]) -> None:
+        if self._closed:
+            return
         self._server.protocol.notify(STATUS_NOTIFICATION, status)
 
     def refresh_views(self) -> None:
         """Ask the client to re-request hints and lenses (if it can be asked)."""
+        if self._closed:
+            return
         workspace = self._server.client_capabilities.workspace
         if workspace and workspace.inlay_hint and workspace.inlay_hint.refresh_support:
             _ignore_answer(self._server.workspace_inlay_hint_refresh(None))
@@ -55,7 +67,7 @@ class Client:
     async def begin_progress(self, begin: t.WorkDoneProgressBegin) -> str | None:
         """A new ``$/progress`` token, begun; None when the client shows no progress."""
         window = self._server.client_capabilities.window
-        if not (window and window.work_done_progress):
+        if self._closed or not (window and window.work_done_progress):
             return None
         self._progress_tokens += 1
         token = f"brrr-trace/load/{self._progress_tokens}"
@@ -69,9 +81,13 @@ class Client:
         return token
 
     def report_progress(self, token: str, report: t.WorkDoneProgressReport) -> None:
+        if self._closed:
+            return
         self._server.work_done_progress.report(token, report)
 
     def end_progress(self, token: str, end: t.WorkDoneProgressEnd) -> None:
+        if self._closed:
+            return
         self._server.work_done_progress.end(token, end)
 
     # --- asked ---------------------------------------------------------------------------------
@@ -140,13 +156,11 @@ class Client:
 def file_watchers(
     patterns: Sequence[str], roots: Sequence[str], relative: bool
 ) -> list[t.FileSystemWatcher]:
-    """Watchers for the ``traces`` globs: one per workspace folder where the client takes
-    relative patterns, else a ``**/`` glob."""
+    """Watchers for the ``traces`` globs (all relative: ``settings`` refuses the others): one per
+    workspace folder where the client takes relative patterns, else a ``**/`` glob."""
     watchers = []
     for pattern in patterns:
-        if os.path.isabs(pattern):
-            watchers.append(t.FileSystemWatcher(glob_pattern=pattern))
-        elif relative:
+        if relative:
             for root in roots:
                 base = from_fs_path(root) or Path(root).as_uri()
                 relative_pattern = t.RelativePattern(base_uri=base, pattern=pattern)

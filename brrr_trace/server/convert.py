@@ -18,6 +18,7 @@ from lsprotocol import types as t
 
 from brrr_trace import units
 from brrr_trace.report import Finding, LineReport, Report, severity_of_saving
+from brrr_trace.safe_text import markdown_code, markdown_text, terminal_safe
 from brrr_trace.server import messages
 from brrr_trace.server.actions import Edit, Fix, fix_for
 from brrr_trace.server.names import CMD_SHOW_FIX, CMD_SHOW_FUNCTION
@@ -155,14 +156,14 @@ def _device_line(report: Report) -> tuple[str, dict[str, Any] | None]:
     device = report.trace.devices[0] if report.trace.devices else None
     if device is None:
         return "unknown GPU", None
-    return device.name or "unknown GPU", device.peak
+    return markdown_text(device.name) if device.name else "unknown GPU", device.peak
 
 
 def hover_markdown(
     line: LineReport, report: Report, span_ns: int, findings: Sequence[Finding], trace_name: str
 ) -> str:
     out = [
-        f"**brrr-trace** · `{line.function}` line {line.line} · **{_bound(line)}** · "
+        f"**brrr-trace** · {markdown_code(line.function)} line {line.line} · **{_bound(line)}** · "
         f"**{units.duration(line.total_ns)}** "
         f"({units.share(line.total_ns, span_ns)} of the GPU span)",
         "",
@@ -192,7 +193,8 @@ def hover_markdown(
         out += ["", "**Kernels**", ""]
         for kernel in line.top_kernels:
             out.append(
-                f"- `{short_kernel_name(kernel.name)}` ({kernel.kind}) ×{kernel.count} — "
+                f"- {markdown_code(short_kernel_name(kernel.name))} ({kernel.kind}) "
+                f"×{kernel.count} — "
                 f"{units.duration(kernel.total_ns)}"
             )
     out += ["", _roofline_text(line, report)]
@@ -200,11 +202,12 @@ def hover_markdown(
         out += ["", "**Findings**", ""]
         for finding in findings:
             out.append(
-                f"- `{finding.rule}` (saves ~{units.duration(finding.est_savings_ns)}): "
-                f"{finding.message} *Fix:* {finding.fix}"
+                f"- {markdown_code(finding.rule)} "
+                f"(saves ~{units.duration(finding.est_savings_ns)}): "
+                f"{markdown_text(finding.message)} *Fix:* {markdown_text(finding.fix)}"
             )
     out += ["", f"*Line {_PRECISION_NOTE.get(line.precision, str(line.precision))}.*"]
-    out.append(f"*Trace: {trace_name}*")
+    out.append(f"*Trace:* {markdown_code(trace_name)}")
     return "\n".join(out)
 
 
@@ -235,7 +238,7 @@ def function_markdown(
 ) -> str:
     total = sum(line.total_ns for line in lines)
     out = [
-        f"**brrr-trace** · `{function.qualname}` · **{units.duration(total)}** "
+        f"**brrr-trace** · {markdown_code(function.qualname)} · **{units.duration(total)}** "
         f"({units.share(total, span_ns)} of the GPU span) · {regime_mix(lines)}",
         "",
         "| line | regime | time |",
@@ -245,7 +248,7 @@ def function_markdown(
         out.append(
             f"| {line.line} | {line.regime or 'CPU only'} | {units.duration(line.total_ns)} |"
         )
-    out += ["", f"*Trace: {trace_name}*"]
+    out += ["", f"*Trace:* {markdown_code(trace_name)}"]
     return "\n".join(out)
 
 
@@ -349,7 +352,7 @@ def diagnostic_message(finding: Finding, span_ns: int) -> str:
     saving = f"est. saving {units.duration(finding.est_savings_ns)}"
     if span_ns > 0:
         saving += f", {units.share(finding.est_savings_ns, span_ns)} of the profiled GPU span"
-    return f"{finding.message.rstrip()} ({saving})"
+    return f"{terminal_safe(finding.message.rstrip())} ({saving})"
 
 
 def diagnostics(
@@ -506,7 +509,7 @@ def fix_explanation(argument: Any) -> str:
     rule, fix = argument.get("rule", "?"), argument.get("fix", "")
     saving = argument.get("estSavingsNs")
     where = f" (line {argument['line']})" if isinstance(argument.get("line"), int) else ""
-    text = f"brrr-trace · {rule}{where}: {fix}"
+    text = terminal_safe(f"brrr-trace · {rule}{where}: {fix}")
     if isinstance(saving, int) and saving > 0:
         text += f" Estimated saving: {units.duration(saving)}."
     return text

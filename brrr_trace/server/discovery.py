@@ -7,15 +7,15 @@ seen on disk, so that a rewritten trace reads as a new one.
 
 from __future__ import annotations
 
-import glob as globlib
 import logging
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote
 
 from pygls.uris import to_fs_path
+
+from brrr_trace.server.globs import compiled
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,8 @@ _SKIP_DIRS = frozenset(
         "site-packages",
     }
 )
-_MAX_ENTRIES = 200_000
+_MAX_ENTRIES = 200_000  # files and folders visited, over all workspace folders
+_MAX_MATCHES = 1_000  # trace files kept: the picker shows the newest few anyway
 
 
 @dataclass(frozen=True)
@@ -63,67 +64,35 @@ def norm_path(path: str) -> str:
     return os.path.normcase(os.path.realpath(path))
 
 
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A VS Code / LSP glob (``**``, ``*``, ``?``, ``[...]``, ``{a,b}``) as a regex on ``a/b/c``."""
-    out = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:[^/]*/)*")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif c == "*":
-            out.append("[^/]*")
-            i += 1
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "[":
-            end = pattern.find("]", i + 1)
-            if end < 0:
-                out.append(re.escape(c))
-                i += 1
-            else:
-                body = pattern[i + 1 : end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = end + 1
-        elif c == "{":
-            end = pattern.find("}", i + 1)
-            if end < 0:
-                out.append(re.escape(c))
-                i += 1
-            else:
-                options = pattern[i + 1 : end].split(",")
-                out.append("(?:" + "|".join(glob_regex(o).pattern[:-2] for o in options) + ")")
-                i = end + 1
-        else:
-            out.append(re.escape(c))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
+@dataclass(frozen=True)
+class Found:
+    """The trace files found, and what bound stopped the search early (for the user), if any."""
+
+    traces: tuple[TraceFile, ...]
+    capped: str | None = None
 
 
-def discover(roots: Sequence[str], globs: Sequence[str]) -> tuple[TraceFile, ...]:
-    """The trace files matching ``globs`` under ``roots``, newest first (then by path)."""
+def discover(roots: Sequence[str], globs: Sequence[str]) -> Found:
+    """The trace files matching ``globs`` under ``roots``, newest first (then by path).
+
+    The globs are relative to each root (``settings`` refuses the others); the walk stops after
+    ``_MAX_ENTRIES`` entries or ``_MAX_MATCHES`` traces, so that no setting can make it endless.
+    """
+    patterns = [rx for rx in map(compiled, globs) if rx is not None]
     found: dict[str, TraceFile] = {}
-    relative = []
-    for pattern in globs:
-        if os.path.isabs(os.path.expanduser(pattern)):
-            for path in globlib.glob(os.path.expanduser(pattern), recursive=True):
+    walk = _Walk()
+    for root in roots if patterns else ():
+        for path in walk.files(root):
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            if any(rx.match(rel) for rx in patterns):
                 _add(found, path)
-        else:
-            relative.append(glob_regex(pattern.replace("\\", "/").removeprefix("./")))
-    if relative:
-        for root in roots:
-            for path in _walk(root):
-                rel = os.path.relpath(path, root).replace(os.sep, "/")
-                if any(rx.match(rel) for rx in relative):
-                    _add(found, path)
-    return tuple(sorted(found.values(), key=lambda t: (-t.mtime_ns, t.path)))
+                if len(found) >= _MAX_MATCHES:
+                    walk.capped = f"stopped after the first {_MAX_MATCHES} trace files"
+                    break
+        if walk.capped:
+            break
+    traces = tuple(sorted(found.values(), key=lambda t: (-t.mtime_ns, t.path)))
+    return Found(traces, walk.capped and f"brrr-trace: {walk.capped} in the workspace.")
 
 
 def _add(found: dict[str, TraceFile], path: str) -> None:
@@ -132,17 +101,23 @@ def _add(found: dict[str, TraceFile], path: str) -> None:
         found.setdefault(norm_path(trace.path), trace)
 
 
-def _walk(root: str) -> Iterable[str]:
-    seen = 0
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.endswith(".egg-info"))
-        for name in files:
-            if name.endswith((".json", ".gz")):
-                yield os.path.join(folder, name)
-        seen += len(files) + len(dirs)
-        if seen > _MAX_ENTRIES:
-            log.warning("stopped looking for traces after %d entries under %s", seen, root)
-            return
+class _Walk:
+    """The folders' files that may be traces, ``_MAX_ENTRIES`` entries at most over all roots."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+        self.capped: str | None = None
+
+    def files(self, root: str) -> Iterable[str]:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.endswith(".egg-info"))
+            for name in files:
+                if name.endswith((".json", ".gz")):
+                    yield os.path.join(folder, name)
+            self.seen += len(files) + len(dirs)
+            if self.seen > _MAX_ENTRIES:
+                self.capped = f"stopped looking for traces after {_MAX_ENTRIES} files and folders"
+                return
 
 
 def choose_active(

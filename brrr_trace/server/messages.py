@@ -14,12 +14,14 @@ from lsprotocol import types as t
 
 from brrr_trace import units
 from brrr_trace.report import Report
+from brrr_trace.safe_text import terminal_safe
 from brrr_trace.server.discovery import TraceFile
 from brrr_trace.server.snapshot import Snapshot
 
 
 def trace_name(path: str) -> str:
-    return os.path.basename(path)
+    """A trace's file name, for plain text (hovers put it in a code span themselves)."""
+    return terminal_safe(os.path.basename(path))
 
 
 def progress_begin(path: str) -> t.WorkDoneProgressBegin:
@@ -49,9 +51,9 @@ def progress_end(message: str) -> t.WorkDoneProgressEnd:
 
 def load_failed(path: str, error: str, bad_input: bool) -> str:
     if bad_input:
-        return f"brrr-trace could not read the trace {trace_name(path)}: {error}"
+        return f"brrr-trace could not read the trace {trace_name(path)}: {terminal_safe(error)}"
     return (
-        f"brrr-trace could not analyze the trace {trace_name(path)} ({error}). "
+        f"brrr-trace could not analyze the trace {trace_name(path)} ({terminal_safe(error)}). "
         "The server keeps running; see its log for details."
     )
 
@@ -61,7 +63,9 @@ def settings_problems(problems: Sequence[str]) -> str:
 
 
 def unmapped_message(path: str, files: Sequence[str], mapped_any: bool) -> str:
-    shown = ", ".join(f"`{f}`" for f in files[:5]) + (" ..." if len(files) > 5 else "")
+    shown = ", ".join(f"`{terminal_safe(f)}`" for f in files[:5]) + (
+        " ..." if len(files) > 5 else ""
+    )
     if mapped_any:
         return (
             f"brrr-trace: {len(files)} source file(s) in {trace_name(path)} map onto no local "
@@ -78,7 +82,10 @@ def no_traces_message(globs: Sequence[str]) -> str:
 
 
 def pin_missing_message(path: str) -> str:
-    return f"brrr-trace: the chosen trace {path} does not exist; showing the newest one instead."
+    return (
+        f"brrr-trace: the chosen trace {terminal_safe(path)} does not exist or is not a regular "
+        "file; showing the newest one instead."
+    )
 
 
 def report_notes(report: Report) -> list[str]:

@@ -11,3 +11,5 @@ CMD_STATUS = "brrr-trace.status"
 # Sent whenever a load starts, ends or fails, with the ``brrr-trace.status`` command's answer
 # (the VS Code extension's status bar); clients that do not know it ignore it.
 STATUS_NOTIFICATION = "brrr-trace/status"
+# What ``framing.BoundedInput`` hands pygls in place of a message too large to read.
+SKIPPED_MESSAGE = "$/brrr-trace/skippedMessage"

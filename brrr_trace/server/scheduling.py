@@ -125,8 +125,14 @@ class Loader:
         await self._load(active, options, try_next=not pin)
 
     async def _discover(self, settings: Settings) -> tuple[TraceFile, ...]:
+        """The trace files, off the loop; a search cut short by its bound is said once."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, discover, self._session.roots(), settings.traces)
+        found = await loop.run_in_executor(None, discover, self._session.roots(), settings.traces)
+        if found.capped and found.capped not in self._told:
+            self._told.add(found.capped)
+            log.warning("%s", found.capped)
+            self._client.show_message(found.capped, t.MessageType.Warning)
+        return found.traces
 
     def _choose(self, pin: str | None, options: AnalysisOptions) -> TraceFile | None:
         """The pinned trace, else the newest that has not failed; says once if the pin is gone."""
@@ -177,14 +183,17 @@ class Loader:
             session.loading = None
             session.last_error = None
             session.snapshot = build_snapshot(trace, options, report)
-            self._after_load(session.snapshot)
+            await self._after_load(session.snapshot)
         except AnalysisFailed as failure:
             self._load_failed((trace, options), str(failure), failure.bad_input, failure.detail)
             self._end_progress(token, "failed")
             if try_next and any((c, options) not in self._failed for c in session.candidates):
                 self.request(rescan=True)
         except asyncio.CancelledError:
+            # A newer reason won (the trace changed or went): not "loading" it any more.
+            session.loading = None
             self._end_progress(token, "cancelled")
+            self._send_status()
             raise
         except Exception as error:  # a bug of ours: say so once, keep serving
             detail = traceback.format_exc()
@@ -195,13 +204,14 @@ class Loader:
         finally:
             session.loading = None
 
-    def _after_load(self, snapshot: Snapshot) -> None:
+    async def _after_load(self, snapshot: Snapshot) -> None:
         """Tell the client: log, diagnostics, hints ready, refresh. Then the progress may end."""
         report = snapshot.report
         log.info("loaded %s", messages.loaded_summary(snapshot.trace.path, report))
         for note in messages.report_notes(report):
             log.info("%s", note)
         self._tell_unmapped(snapshot)
+        await self._session.read_closed()
         self._publish_diagnostics()
         self._session.prepare_hints()
         self._client.refresh_views()

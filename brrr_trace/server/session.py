@@ -8,6 +8,7 @@ handlers read through ``view``, which takes everything a request needs at one mo
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Callable
@@ -19,6 +20,8 @@ from lsprotocol import types as t
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import Workspace
 
+from brrr_trace.analyzers.paths import SourceFolders
+from brrr_trace.analyzers.safe_read import SourceSkipped, read_source
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.server import convert, messages
 from brrr_trace.server.convert import Positions
@@ -61,6 +64,8 @@ class Session:
         self._indexes: dict[str, SourceIndex] = {}
         self._hints: dict[str, tuple[_HintKey, list[t.InlayHint]]] = {}
         self._published: set[str] = set()
+        # Documents not open, read by ``read_closed`` for their diagnostics: uri -> (path, text).
+        self._closed: dict[str, tuple[str, str]] = {}
         # The trace, written by the loader: what is shown, what could be, what is loading.
         self.snapshot: Snapshot | None = None
         self.candidates: tuple[TraceFile, ...] = ()
@@ -124,30 +129,63 @@ class Session:
     def open_uris(self) -> list[str]:
         return list(self._workspace().text_documents)
 
-    def document(self, uri: str) -> tuple[str, Positions] | None:
-        """The local path (``norm_path``) and the positions of a document, open or on disk."""
+    def source_folders(self) -> SourceFolders:
+        """Where the server may read source: the workspace folders, the source root and the
+        path mappings' targets (README, Security notes)."""
+        options = self.analysis_options()
+        targets = [local for _, local in options.path_mappings]
+        return SourceFolders([*self.roots(), *targets, options.source_root or self.roots()[0]])
+
+    def in_scope(self, uri: str) -> bool:
+        """Whether a document is a Python file inside the source folders: the only kind the
+        server reads, publishes diagnostics for, or edits."""
+        path = to_fs_path(uri)
+        return path is not None and self.source_folders().refusal(path) is None
+
+    def document(self, uri: str, closed_ok: bool = False) -> tuple[str, Positions] | None:
+        """The local path (``norm_path``) and the positions of a document in scope: one the
+        client has open, or (``closed_ok``) one that ``read_closed`` read. Never read from disk
+        here, on the event loop: a FIFO would block it, a large file stall it."""
         workspace = self._workspace()
-        document = workspace.get_text_document(uri)
-        try:
-            source = document.source
-        except OSError:
+        opened = workspace.text_documents.get(uri)
+        if opened is not None:
+            path, source = opened.path, opened.source  # the client's text, not the disk's
+        elif closed_ok and uri in self._closed:
+            path, source = self._closed[uri]
+        else:
+            return None
+        if not self.in_scope(uri):
             return None
         index = self._indexes.get(uri)
         if index is None or (index.text is not source and index.text != source):
             index = SourceIndex(source)
             self._indexes[uri] = index
-        return norm_path(document.path), Positions(index, workspace.position_codec)
+        return norm_path(path), Positions(index, workspace.position_codec)
 
-    def view(self, uri: str, request: str) -> DocumentView | None:
+    async def read_closed(self) -> None:
+        """Read the files with findings that are not open (their diagnostics need the text),
+        off the loop, through ``safe_read``: in scope, regular, at most ``max_source_bytes``."""
+        snapshot = self.snapshot
+        if snapshot is None or not self._settings.diagnostics:
+            self._closed = {}
+            return
+        open_uris = set(self.open_uris())
+        uris = [_uri_of(path) for path in snapshot.findings_by_path]
+        wanted = [u for u in uris if u not in open_uris and self.in_scope(u)]
+        limit = snapshot.options.max_source_bytes
+        loop = asyncio.get_running_loop()
+        self._closed = await loop.run_in_executor(None, _read_sources, wanted, limit)
+
+    def view(self, uri: str, request: str, closed_ok: bool = False) -> DocumentView | None:
         """The document with the trace, for ``request``; None (and why, in the log) if either
-        is missing."""
+        is missing. Only diagnostics take a document that is not open (``closed_ok``)."""
         snapshot = self.snapshot
         if snapshot is None:
             log.debug("%s: no trace is loaded", request)
             return None
-        found = self.document(uri)
+        found = self.document(uri, closed_ok)
         if found is None:
-            log.debug("%s: cannot read %s", request, uri)
+            log.debug("%s: %s is not open in the workspace", request, uri)
             return None
         path, positions = found
         return DocumentView(uri, path, positions, snapshot, self._settings)
@@ -186,7 +224,7 @@ class Session:
     def diagnostics(self, uri: str) -> list[t.Diagnostic]:
         if not self._settings.diagnostics:
             return []
-        view = self.view(uri, "diagnostics")
+        view = self.view(uri, "diagnostics", closed_ok=True)
         if view is None:
             return []
         return convert.document_diagnostics(
@@ -198,10 +236,10 @@ class Session:
         files that had diagnostics and have none now."""
         snapshot = self.snapshot
         open_uris = self.open_uris()
-        uris = {path_of_uri(uri): uri for uri in open_uris}
+        uris = {path_of_uri(uri): uri for uri in open_uris if self.in_scope(uri)}
         if snapshot is not None and self._settings.diagnostics:
             for path in snapshot.findings_by_path:
-                uris.setdefault(path, from_fs_path(path) or Path(path).as_uri())
+                uris.setdefault(path, _uri_of(path))
         out = []
         published = set()
         for uri in uris.values():
@@ -220,3 +258,21 @@ class Session:
 
     def status(self) -> dict[str, Any]:
         return messages.status(self.snapshot, self.loading, self.last_error, self.watching)
+
+
+def _uri_of(path: str) -> str:
+    return from_fs_path(path) or Path(path).as_uri()
+
+
+def _read_sources(uris: list[str], max_bytes: int) -> dict[str, tuple[str, str]]:
+    """``uri -> (path, text)`` of the files that can be read safely; the others are left out."""
+    texts = {}
+    for uri in uris:
+        path = to_fs_path(uri)
+        if path is None:
+            continue
+        try:
+            texts[uri] = (path, read_source(path, max_bytes))
+        except (OSError, SourceSkipped) as error:
+            log.info("not reading %s for its diagnostics: %s", path, error)
+    return texts

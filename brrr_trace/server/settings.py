@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from brrr_trace.options import DEFAULT_EXCLUDED_FILES, AnalysisOptions
+from brrr_trace.server.globs import refusal
 
 SECTION = "brrr-trace"
 _SECTION_ALIASES = (SECTION, "brrrTrace", "brrr_trace")
@@ -40,7 +41,7 @@ DEFAULT_INFORMATION_SHARE = AnalysisOptions.information_share
 class Settings:
     """Everything a user can set, resolved: each field has its default here and nowhere else."""
 
-    # Globs (relative to each workspace folder, or absolute) of the trace files to consider; the
+    # Globs (relative to each workspace folder; see ``globs.refusal``) of the trace files; the
     # newest one is active unless ``trace`` or the ``brrr-trace.selectTrace`` command picks one.
     traces: tuple[str, ...] = DEFAULT_TRACE_GLOBS
     # One trace file to use instead of the newest (absolute, or relative to the workspace folder).
@@ -284,6 +285,9 @@ def parse_settings(payload: Any, base: Settings | None = None) -> ParsedSettings
                 f"using {_shown(default, limit=200)}."
             )
     settings = dataclasses.replace(base, **changes)
+    if "traces" in changes:
+        settings, refused = _without_refused_globs(settings)
+        problems += refused
     warning, information = settings.severity_shares()
     if information > warning:
         problems.append(
@@ -292,6 +296,18 @@ def parse_settings(payload: Any, base: Settings | None = None) -> ParsedSettings
         )
         settings = dataclasses.replace(settings, warning_share=None, information_share=None)
     return ParsedSettings(settings, tuple(problems), tuple(unknown), found)
+
+
+def _without_refused_globs(settings: Settings) -> tuple[Settings, list[str]]:
+    """The settings with only the ``traces`` globs that stay in the workspace (all refused: the
+    defaults), and one sentence naming the refused ones."""
+    refused = [(p, why) for p in settings.traces if (why := refusal(p)) is not None]
+    if not refused:
+        return settings, []
+    kept = tuple(p for p in settings.traces if refusal(p) is None) or DEFAULT_TRACE_GLOBS
+    listed = "; ".join(f"{_shown(pattern)} ({why})" for pattern, why in refused)
+    sentence = f"{SECTION}.traces: ignoring {listed}; using {_shown(kept, limit=200)}."
+    return dataclasses.replace(settings, traces=kept), [sentence]
 
 
 def _shown(value: Any, limit: int = 60) -> str:

@@ -146,8 +146,8 @@ class Controller implements vscode.Disposable {
     }
     this.log.info(message);
 
-    const { command, args } = serverCommand(interpreter);
-    const serverOptions: ServerOptions = { command, args, options: { cwd } }; // no transport: stdio
+    const { command, args, env } = serverCommand(interpreter);
+    const serverOptions: ServerOptions = { command, args, options: { cwd, env } }; // no transport: stdio
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file', language: 'python' }],
       outputChannel: this.log,
@@ -376,7 +376,9 @@ class Controller implements vscode.Disposable {
       await this.openTrace();
     } else if (choice === report && status.trace && this.interpreter) {
       const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-      const terminal = vscode.window.createTerminal({ name: 'brrr-trace: report', cwd: folder });
+      // In the workspace (the report's source root), so without the current folder on sys.path.
+      const env = { PYTHONSAFEPATH: '1' };
+      const terminal = vscode.window.createTerminal({ name: 'brrr-trace: report', cwd: folder, env });
       terminal.show();
       terminal.sendText(analyzeCommand(this.interpreter, status.trace));
     }

@@ -70,9 +70,24 @@ export function expandVariables(value: string, variables: Variables): string {
   return out;
 }
 
+/**
+ * The environment of every Python the extension starts: the editor's, plus PYTHONSAFEPATH, which
+ * (Python 3.11+) keeps the current folder off `sys.path`, so that a workspace's `msgspec.py` is
+ * never imported in place of the real one. The server also runs from the extension's own folder,
+ * which covers Python 3.10; `python -m brrr_trace` drops that entry itself too.
+ */
+export function isolatedEnv(base: Record<string, string | undefined>): Record<string, string | undefined> {
+  return { ...base, PYTHONSAFEPATH: '1' };
+}
+
 /** How the language server is started with an interpreter. No `--stdio`: stdio is the default. */
-export function serverCommand(interpreter: Interpreter): { command: string; args: string[] } {
-  return { command: interpreter.command, args: [...interpreter.args, '-m', 'brrr_trace', 'serve'] };
+export function serverCommand(interpreter: Interpreter, env: Record<string, string | undefined> = process.env):
+  { command: string; args: string[]; env: Record<string, string | undefined> } {
+  return {
+    command: interpreter.command,
+    args: [...interpreter.args, '-m', 'brrr_trace', 'serve'],
+    env: isolatedEnv(env),
+  };
 }
 
 /** The interpreter as a person would type it, for messages and the log. */
@@ -101,12 +116,13 @@ export interface ExecOutcome {
   stderr: string;
 }
 
-export type Exec = (command: string, args: string[], cwd?: string) => Promise<ExecOutcome>;
+export type Exec = (command: string, args: string[], cwd?: string,
+  env?: Record<string, string | undefined>) => Promise<ExecOutcome>;
 
 /** `execFile` with a timeout, never rejecting: the outcome carries the error. */
-export const execFileOutcome: Exec = (command, args, cwd) =>
+export const execFileOutcome: Exec = (command, args, cwd, env) =>
   new Promise((resolve) => {
-    const options = { cwd, timeout: 30_000, windowsHide: true };
+    const options = { cwd, env, timeout: 30_000, windowsHide: true };
     execFile(command, args, options, (error, stdout, stderr) => {
       resolve({ error, stdout: String(stdout), stderr: String(stderr) });
     });
@@ -118,7 +134,8 @@ export const execFileOutcome: Exec = (command, args, cwd) =>
  */
 export async function checkInterpreter(interpreter: Interpreter, cwd?: string,
   exec: Exec = execFileOutcome): Promise<CheckResult> {
-  const outcome = await exec(interpreter.command, [...interpreter.args, '-c', IMPORT_CHECK], cwd);
+  const outcome = await exec(interpreter.command, [...interpreter.args, '-c', IMPORT_CHECK], cwd,
+    isolatedEnv(process.env));
   return classifyCheck(outcome);
 }
 

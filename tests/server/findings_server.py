@@ -4,7 +4,8 @@ The rules engine decides which findings a trace has, and its thresholds are stil
 server's diagnostics and code actions are tested against findings chosen here instead, laid on a
 real report of a real trace. Run as a script: ``python tests/server/findings_server.py``.
 ``BRRR_TEST_FINDINGS`` is a JSON list of ``{"rule", "line", "message", "fix", "est_savings_ns"}``
-(optionally ``"severity"``, ``"file"``) for lines of ``workloads.py``.
+(optionally ``"severity"``, ``"file"``, and ``"path"``: the local file, as a report that mapped
+the trace's file there would name it; relative to the source root) for lines of ``workloads.py``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def analyze_with_findings(
             rule=spec["rule"],
             severity=spec.get("severity", "warning"),
             file=spec.get("file", "workloads.py"),
-            path=local.get(spec.get("file", "workloads.py")),
+            path=_local(spec, options) or local.get(spec.get("file", "workloads.py")),
             line=spec["line"],
             message=spec["message"],
             fix=spec["fix"],
@@ -39,6 +40,12 @@ def analyze_with_findings(
         for spec in json.loads(os.environ.get("BRRR_TEST_FINDINGS", "[]"))
     )
     return dataclasses.replace(report, findings=findings)
+
+
+def _local(spec: dict[str, str], options: AnalysisOptions) -> str | None:
+    if "path" not in spec:
+        return None
+    return os.path.normpath(os.path.join(options.source_root or os.getcwd(), spec["path"]))
 
 
 if __name__ == "__main__":

@@ -105,6 +105,21 @@ def record_client_requests(client: LanguageClient) -> dict[str, list[Any]]:
     return seen
 
 
+STATUS = "brrr-trace/status"
+
+
+def record_statuses(client: LanguageClient) -> list[dict[str, Any]]:
+    """Every ``brrr-trace/status`` the server sends, as plain dicts (pygls hands a custom
+    notification's params over as a named tuple)."""
+    statuses: list[dict[str, Any]] = []
+
+    @client.feature(STATUS)
+    def _status(params: Any) -> None:
+        statuses.append(params if isinstance(params, dict) else params._asdict())
+
+    return statuses
+
+
 async def initialize(
     client: LanguageClient,
     workspace: Workspace,

@@ -150,7 +150,7 @@ async def test_hover_shows_the_evidence(client: LanguageClient, workspace: Works
     if expected.achieved_tflops is not None:
         assert f"{expected.achieved_tflops:.0f} TFLOP/s achieved" in roofline
     assert text[-2].startswith("*Line recovered: the trace names only the function")
-    assert text[-1] == "*Trace: item_in_loop.pt.trace.json.gz*"
+    assert text[-1] == "*Trace:* `item_in_loop.pt.trace.json.gz`"
 
     sync = await client.text_document_hover_async(t.HoverParams(uri, t.Position(108, 20)))
     assert sync is not None

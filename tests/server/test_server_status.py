@@ -6,8 +6,6 @@ so a client need not poll. On the ``item_in_loop`` H200 fixture the GPU is 73% b
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest_lsp
 from lsprotocol import types as t
 from pytest_lsp import ClientServerConfig, LanguageClient
@@ -21,27 +19,16 @@ from tests.server.lsp_helpers import (
     open_and_settle,
     poll_until,
     record_client_requests,
+    record_statuses,
 )
-
-STATUS = "brrr-trace/status"
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
 async def client(lsp_client: LanguageClient):
     record_client_requests(lsp_client)
-    lsp_client.statuses = []  # type: ignore[attr-defined]
-
-    @lsp_client.feature(STATUS)
-    def _status(params: Any) -> None:
-        lsp_client.statuses.append(_plain(params))  # type: ignore[attr-defined]
-
+    lsp_client.statuses = record_statuses(lsp_client)  # type: ignore[attr-defined]
     yield
     await lsp_client.shutdown_session()
-
-
-def _plain(params: Any) -> dict[str, Any]:
-    """pygls hands a custom notification's params over as a named tuple."""
-    return params if isinstance(params, dict) else params._asdict()
 
 
 async def test_status_when_a_load_starts_and_ends(

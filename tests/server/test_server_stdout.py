@@ -7,42 +7,16 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 import time
 from contextlib import suppress
 from pathlib import Path
-from typing import IO, Any
 
 import pytest
 
 from tests.server.lsp_helpers import SERVER, Workspace
+from tests.server.raw_client import RawClient, parse_frames
 
 NOISY_SERVER = [sys.executable, str(Path(__file__).with_name("noisy_server.py"))]
-
-
-def parse_frames(data: bytes) -> list[dict[str, Any]]:
-    """Split a byte stream into LSP messages; raise on any byte that is not part of a frame."""
-    messages = []
-    at = 0
-    while at < len(data):
-        end = data.find(b"\r\n\r\n", at)
-        if end < 0:
-            raise ValueError(f"bytes outside a frame at {at}: {data[at : at + 60]!r}")
-        length = None
-        for header in data[at:end].split(b"\r\n"):
-            name, sep, value = header.partition(b":")
-            if not sep or name.strip().lower() not in (b"content-length", b"content-type"):
-                raise ValueError(f"not an LSP header at {at}: {header[:60]!r}")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        if length is None:
-            raise ValueError(f"frame without Content-Length at {at}")
-        body = data[end + 4 : end + 4 + length]
-        if len(body) != length:
-            raise ValueError(f"frame at {at} is cut short")
-        messages.append(json.loads(body))
-        at = end + 4 + length
-    return messages
 
 
 def test_the_frame_check_can_fail() -> None:
@@ -53,69 +27,11 @@ def test_the_frame_check_can_fail() -> None:
             parse_frames(bad)
 
 
-class RawClient:
-    """Just enough of an LSP client to drive the server and keep every byte of its stdout."""
-
-    def __init__(self, command: list[str], cwd: Path) -> None:
-        self.process = subprocess.Popen(
-            command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-        self.stdout = bytearray()
-        self.stderr = bytearray()
-        self.messages: list[dict[str, Any]] = []
-        self._changed = threading.Condition()
-        assert self.process.stdout is not None and self.process.stderr is not None
-        threading.Thread(target=self._read, args=(self.process.stdout, True), daemon=True).start()
-        threading.Thread(target=self._read, args=(self.process.stderr, False), daemon=True).start()
-
-    def _read(self, stream: IO[bytes], is_stdout: bool) -> None:
-        while chunk := stream.read1(65536):  # type: ignore[attr-defined]
-            with self._changed:
-                (self.stdout if is_stdout else self.stderr).extend(chunk)
-                self._changed.notify_all()
-
-    def send(self, message: dict[str, Any]) -> None:
-        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
-        assert self.process.stdin is not None
-        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        self.process.stdin.flush()
-
-    def wait_for(self, predicate: Any, timeout: float = 30) -> dict[str, Any]:
-        with self._changed:
-            ok = self._changed.wait_for(
-                lambda: any(predicate(m) for m in self._complete()), timeout=timeout
-            )
-        assert ok, f"timed out; stderr:\n{self.stderr.decode(errors='replace')}"
-        return next(m for m in self._complete() if predicate(m))
-
-    def _complete(self) -> list[dict[str, Any]]:
-        data = bytes(self.stdout)
-        cut = len(data)
-        while cut > 0:  # parse the longest prefix that ends on a frame boundary
-            try:
-                return parse_frames(data[:cut])
-            except ValueError:
-                cut = data.rfind(b"Content-Length", 0, cut)
-        return []
-
-
 @pytest.mark.parametrize("command", [SERVER, NOISY_SERVER], ids=["server", "noisy"])
 def test_stdout_carries_only_lsp_frames(workspace: Workspace, command: list[str]) -> None:
     client = RawClient(command, workspace.root)
     try:
-        client.send(
-            {
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "processId": None,
-                    "rootUri": workspace.root.as_uri(),
-                    "capabilities": {},
-                },
-            }
-        )
-        client.wait_for(lambda m: m.get("id") == 1)
-        client.send({"method": "initialized", "params": {}})
+        client.initialize(workspace.root)
         client.send(
             {
                 "method": "textDocument/didOpen",
@@ -129,16 +45,8 @@ def test_stdout_carries_only_lsp_frames(workspace: Workspace, command: list[str]
                 },
             }
         )
-        client.wait_for(
-            lambda m: (
-                m.get("method") == "window/logMessage"
-                and m["params"]["message"].startswith("loaded item_in_loop.pt.trace.json.gz")
-            )
-        )
-        client.send({"id": 2, "method": "shutdown"})
-        client.wait_for(lambda m: m.get("id") == 2)
-        client.send({"method": "exit"})
-        assert client.process.wait(timeout=30) == 0
+        client.wait_for_log("loaded item_in_loop.pt.trace.json.gz")
+        assert client.shut_down(2) == 0
     finally:
         if client.process.poll() is None:
             client.process.kill()

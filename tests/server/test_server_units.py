@@ -15,11 +15,12 @@ from pygls.workspace.position_codec import PositionCodec
 
 from brrr_trace.options import DEFAULT_EXCLUDED_FILES, AnalysisOptions
 from brrr_trace.report import Finding, LineReport
-from brrr_trace.server import convert
+from brrr_trace.server import convert, discovery
 from brrr_trace.server.actions import apply_edits, fix_for
 from brrr_trace.server.analysis import AnalysisFailed, AnalysisJob, default_analyze
 from brrr_trace.server.convert import Positions
-from brrr_trace.server.discovery import TraceFile, choose_active, discover, glob_regex
+from brrr_trace.server.discovery import TraceFile, choose_active, discover
+from brrr_trace.server.globs import glob_regex
 from brrr_trace.server.settings import (
     DEFAULT_TRACE_GLOBS,
     Settings,
@@ -141,7 +142,7 @@ def test_discover_newest_first_and_skip_environments(tmp_path: Path) -> None:
         path.write_text("{}")
     age(old, 100)
     age(new, 10)
-    found = discover([str(tmp_path)], DEFAULT_TRACE_GLOBS)
+    found = discover([str(tmp_path)], DEFAULT_TRACE_GLOBS).traces
     assert [Path(f.path) for f in found] == [new, old]
     assert choose_active(found, None) == (found[0], None)
     assert choose_active(found, str(old))[0].path == str(old)
@@ -149,7 +150,7 @@ def test_discover_newest_first_and_skip_environments(tmp_path: Path) -> None:
         found[0],
         str(tmp_path / "gone.json"),
     )
-    assert discover([str(tmp_path)], [str(tmp_path / "runs" / "**" / "*.json")]) == (found[1],)
+    assert discover([str(tmp_path)], ["runs/**/*.json"]).traces == (found[1],)
 
 
 # --- conversion ---------------------------------------------------------------------------------
@@ -450,3 +451,37 @@ def test_a_finding_over_several_lines_marks_each_and_points_at_the_others() -> N
     assert [r.location.range.start.line for r in found[1].related_information or []] == [0, 2]
     single = convert.diagnostics(finding("host-sync", 2, 5), 100, Settings(), positions, "u")
     assert len(single) == 1 and single[0].related_information is None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [
+        ("/**/*", "an absolute path"),
+        ("~/traces/*.json", "an absolute path"),
+        ("C:/traces/*.json", "an absolute path"),
+        ("../other/*.json", "climbs out"),
+        ("runs/../../*.json", "climbs out"),
+        ("[z-a]*", "not a valid glob"),
+    ],
+)
+def test_trace_globs_must_stay_in_the_workspace(pattern: str, why: str) -> None:
+    parsed = parse_settings({"traces": [pattern, "runs/*.json"]})
+    assert parsed.settings.traces == ("runs/*.json",)
+    (problem,) = parsed.problems
+    assert why in problem
+    assert parse_settings({"traces": [pattern]}).settings.traces == DEFAULT_TRACE_GLOBS
+
+
+def test_the_trace_search_is_bounded(tmp_path: Path, monkeypatch) -> None:
+    for i in range(5):
+        (tmp_path / f"{i}.pt.trace.json").write_text("{}")
+    monkeypatch.setattr(discovery, "_MAX_MATCHES", 3)
+    found = discover([str(tmp_path)], DEFAULT_TRACE_GLOBS)
+    assert len(found.traces) == 3 and "the first 3 trace files" in (found.capped or "")
+    monkeypatch.setattr(discovery, "_MAX_MATCHES", 1000)
+    monkeypatch.setattr(discovery, "_MAX_ENTRIES", 2)
+    for i in range(5):
+        (tmp_path / f"d{i}").mkdir()
+        (tmp_path / f"d{i}" / "x.pt.trace.json").write_text("{}")
+    found = discover([str(tmp_path)], DEFAULT_TRACE_GLOBS)
+    assert "after 2 files and folders" in (found.capped or "") and len(found.traces) == 5

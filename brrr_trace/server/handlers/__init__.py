@@ -19,6 +19,8 @@ FEATURES: tuple[tuple[str, Callable[..., Any], Any], ...] = (
     (t.INITIALIZE, lifecycle.initialize, None),
     (t.INITIALIZED, lifecycle.initialized, None),
     (t.SHUTDOWN, lifecycle.shutdown, None),
+    (t.EXIT, lifecycle.exit_server, None),
+    (names.SKIPPED_MESSAGE, lifecycle.skipped_message, None),
     (t.WORKSPACE_DID_CHANGE_CONFIGURATION, workspace.did_change_configuration, None),
     (t.WORKSPACE_DID_CHANGE_WATCHED_FILES, workspace.did_change_watched_files, None),
     (t.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS, workspace.did_change_folders, None),

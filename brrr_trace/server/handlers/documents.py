@@ -23,5 +23,7 @@ def did_close(ls: BrrrServer, params: t.DidCloseTextDocumentParams) -> None:
 
 
 def _publish(ls: BrrrServer, uri: str) -> None:
+    if not ls.session.in_scope(uri):
+        return  # outside the workspace: the server says nothing about it
     diagnostics = ls.session.diagnostics(uri)
     ls.client.publish(t.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))

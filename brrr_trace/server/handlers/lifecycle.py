@@ -1,5 +1,5 @@
 """Starting and stopping: settings from ``initialize``, then watching and loading from
-``initialized``; ``shutdown`` stops the background work."""
+``initialized``; ``shutdown`` stops the background work, ``exit`` everything."""
 
 from __future__ import annotations
 
@@ -38,4 +38,17 @@ async def initialized(ls: BrrrServer, params: t.InitializedParams) -> None:
 
 def shutdown(ls: BrrrServer, *args: Any) -> None:
     """Stop loading and polling."""
+    ls.shut_down = True
     ls.loader.stop()
+
+
+def exit_server(ls: BrrrServer, *args: Any) -> None:
+    """Stop everything and say nothing more (pygls closes stdout next): exit code 0 after
+    ``shutdown``, 1 without it (the LSP specification)."""
+    ls.exit_code = 0 if ls.shut_down else 1
+    ls.client.close()
+    ls.loader.stop()
+
+
+def skipped_message(ls: BrrrServer, *args: Any) -> None:
+    """A message too large to read was skipped (``framing.py`` said so in the log)."""

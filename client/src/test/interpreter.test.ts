@@ -76,8 +76,13 @@ describe('expandVariables', () => {
 
 describe('serverCommand', () => {
   test('python -m brrr_trace serve, with no --stdio (stdio is the default)', () => {
-    assert.deepEqual(serverCommand({ command: '/v/bin/python', args: [], source: 'setting' }),
-      { command: '/v/bin/python', args: ['-m', 'brrr_trace', 'serve'] });
+    const { command, args } = serverCommand({ command: '/v/bin/python', args: [], source: 'setting' });
+    assert.deepEqual({ command, args }, { command: '/v/bin/python', args: ['-m', 'brrr_trace', 'serve'] });
+  });
+
+  test('no import from the current folder: PYTHONSAFEPATH, on top of the editor\'s environment', () => {
+    const { env } = serverCommand({ command: 'python3', args: [], source: 'default' }, { PATH: '/bin' });
+    assert.deepEqual(env, { PATH: '/bin', PYTHONSAFEPATH: '1' });
   });
 
   test('wrapper arguments come first', () => {
@@ -90,13 +95,13 @@ describe('checking that brrr_trace imports', () => {
   const python: Interpreter = { command: '/v/bin/python', args: ['-X', 'utf8'], source: 'setting' };
 
   test('runs the import check in the given folder', async () => {
-    const calls: Array<[string, string[], string | undefined]> = [];
-    const exec: Exec = async (command, args, cwd) => {
-      calls.push([command, args, cwd]);
+    const calls: Array<[string, string[], string | undefined, string | undefined]> = [];
+    const exec: Exec = async (command, args, cwd, env) => {
+      calls.push([command, args, cwd, env?.PYTHONSAFEPATH]);
       return { error: null, stdout: '0.1.0', stderr: '' };
     };
     assert.deepEqual(await checkInterpreter(python, '/ext', exec), { ok: true, version: '0.1.0' });
-    assert.deepEqual(calls, [['/v/bin/python', ['-X', 'utf8', '-c', IMPORT_CHECK], '/ext']]);
+    assert.deepEqual(calls, [['/v/bin/python', ['-X', 'utf8', '-c', IMPORT_CHECK], '/ext', '1']]);
   });
 
   test('a missing interpreter, a missing package, and anything else', () => {
