@@ -232,15 +232,44 @@ def test_any_event_list_gets_a_report_or_one_clear_line(events, fmt: str, twice:
     ],
 )
 def test_hostile_bytes_in_a_fresh_process_end_in_bounded_time(tmp_path: Path, data: bytes):
+    path = tmp_path / "t.json"
+    path.write_bytes(data)
+    run_bounded(path, tmp_path)
+
+
+def test_a_gzip_bomb_ends_in_bounded_time_and_memory(tmp_path: Path) -> None:
+    # 3 M identical kernels: about 3 KB of gzip per million events, where a real trace needs
+    # 20-40 MB. Only a million are read (gzip-ratio), under the address-space limit.
+    import zlib
+
+    event = json.dumps({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1,
+                        "dur": 1, "args": {"correlation": 1}}).encode() + b","  # fmt: skip
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    chunks = [packer.compress(b'{"traceEvents": [')]
+    for _ in range(30):
+        chunks.append(packer.compress(event * 100_000))
+    chunks.append(packer.compress(event[:-1] + b"]}") + packer.flush())
+    path = tmp_path / "bomb.json.gz"
+    path.write_bytes(b"".join(chunks))
+    run_bounded(path, tmp_path)
+
+
+def run_bounded(path: Path, root: Path) -> None:
+    """The CLI in a fresh process, under a 4 GiB address-space limit (Linux) and a timeout
+    that only a hang reaches."""
     import subprocess
     import sys
 
-    path = tmp_path / "t.json"
-    path.write_bytes(data)
+    def limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
     done = subprocess.run(
-        [sys.executable, "-m", "brrr_trace", "analyze", str(path), "--source-root", str(tmp_path)],
+        [sys.executable, "-m", "brrr_trace", "analyze", str(path), "--source-root", str(root)],
         capture_output=True,
         text=True,
         timeout=120,  # generous: fails only on a hang
+        preexec_fn=limit if sys.platform == "linux" else None,
     )
     assert_user_facing(done.returncode, done.stdout, done.stderr)
