@@ -70,15 +70,25 @@ class StepGraph:
     latency: list[int]
     others: list[tuple[int, int, int]]  # (start, end, stream) of ops launched outside
     tail: int  # host work after the last event up to the end of the trace
-    _base: int | None = None
+    _base: tuple[int, list[int], list[tuple[int, int]]] | None = None
 
     def saving(self, fix: Fix) -> int:
         """ns the fix saves over the whole replay, at most what it takes away."""
         if not self.start:
             return 0
+        most = fix.touched_ns(self)
+        if most <= 0:
+            return 0
+        return max(0, min(self._baseline()[0] - self._replay(fix), most))
+
+    def _baseline(self) -> tuple[int, list[int], list[tuple[int, int]]]:
+        """The replay without a fix: its end, each event's clock and each event's GPU span."""
         if self._base is None:
-            self._base = self._replay(Fix("baseline"))
-        return max(0, min(self._base - self._replay(fix), fix.touched_ns(self)))
+            clocks: list[int] = []
+            spans: list[tuple[int, int]] = []
+            end = self._replay(Fix("baseline"), clocks, spans)
+            self._base = (end, clocks, spans)
+        return self._base
 
     def events_of(self, host_rows: np.ndarray) -> list[int]:
         """The events of these host call rows (rows that are no event are left out)."""
@@ -124,9 +134,7 @@ class StepGraph:
         e0, e1 = int(np.searchsorted(starts, a)), int(np.searchsorted(starts, b))
         if e1 <= e0:
             return None
-        clocks: list[int] = []
-        spans: list[tuple[int, int]] = []
-        self._replay(Fix("baseline"), clocks, spans)
+        _, clocks, spans = self._baseline()
         last_call = CALL_NS if self.blocks[-1] else self.own[-1]
         host_end = clocks[e1] if e1 < len(clocks) else clocks[-1] + last_call + self.tail
         gpu = [spans[e] for e in range(e0, e1) if spans[e][1] > spans[e][0]]

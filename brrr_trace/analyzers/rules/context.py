@@ -63,8 +63,12 @@ class RuleContext:
         return self._graph
 
     def replayed(self, fix: Fix) -> tuple[int, dict[str, float | int | str]]:
-        """The saving of a fix by replay, and the evidence that says which fix it was."""
-        return self.graph.saving(fix), {"replayed": fix.what}
+        """The saving of a fix by replay, and the evidence that says which fix it was. A fix
+        that takes away less than a finding needs is not replayed: it cannot save more."""
+        evidence: dict[str, float | int | str] = {"replayed": fix.what}
+        if not self.worth_it(fix.touched_ns(self.graph)):
+            return 0, evidence
+        return self.graph.saving(fix), evidence
 
     def rows(self, line_id: int) -> np.ndarray:
         return self._rows.get(line_id, np.zeros(0, dtype=np.int64))
