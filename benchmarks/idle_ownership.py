@@ -67,7 +67,6 @@ def agreement(program: str) -> tuple[float, int, int]:
     ends_sorted = gpu.end_ns[by_end]
     checker: dict[str, int] = {}
     left_out = 0
-    left_out_lines: dict[str, int] = {}
     for dev in timeline.devices:
         for g0, g1, nxt in zip(
             dev.gap_start.tolist(), dev.gap_end.tolist(), dev.gap_next_op.tolist(), strict=True
@@ -91,7 +90,6 @@ def agreement(program: str) -> tuple[float, int, int]:
     # out of the comparison by scaling its charges to the compared idle.
     scale = total / max(1, sum(ours.values()))
     same = sum(min(ns, ours.get(line, 0) * scale) for line, ns in checker.items())
-    del left_out_lines
     return same / max(1, total), total, left_out
 
 

@@ -102,13 +102,12 @@ def library_attention(ctx: RuleContext) -> Iterator[RawFinding]:
     host = ctx.trace.host_calls
     has = np.flatnonzero(ctx.ops.launch != NONE)
     thread, t = host.thread[ctx.ops.launch[has]], host.start_ns[ctx.ops.launch[has]]
+    # A backward kernel belongs to the call of the library function whose forward made it.
     back = ctx.locator.backward_points(thread, t)
     moved = back.thread != NONE
-    thread, t = np.where(moved, back.thread, thread), np.where(moved, back.t, t)
-    call = inner.at_many(thread, t)
+    call = inner.at_many(np.where(moved, back.thread, thread), np.where(moved, back.t, t))
     per_line: dict[int, list[int]] = {}
     order = np.argsort(ctx.trace.gpu.start_ns[has], kind="stable")
-    del thread, t
     by_call: dict[int, list[int]] = {}
     for k in order.tolist():
         if call[k] != NONE:
