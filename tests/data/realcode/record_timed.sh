@@ -7,7 +7,7 @@ set -uo pipefail
 out="$(realpath "$1")"; mkdir -p "$out"
 cd "$(dirname "$0")"
 site="$(python -c 'import record_real, pathlib; print(record_real.install_library(pathlib.Path("'"$out"'/../work-timed")))')"
-export PYTHONPATH="$(realpath ../../..):$site" PYTHONUNBUFFERED=1
+export PYTHONPATH="$(realpath ../../..):$site:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
 while read -r name script args; do
   timeout 120 python -m brrr_trace record -o "$out/$name.json.gz" --wait 7 --steps 2 -- \
     "$script" --device cuda --steps 10 $args > "$out/$name.log" 2>&1 || echo "$name failed"
