@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import os
 import sys
@@ -23,7 +24,7 @@ from brrr_trace.recording import function_mode, optimizer_steps
 from brrr_trace.recording.export import export, recording_info
 from brrr_trace.recording.hidden_frames import HiddenFrames
 from brrr_trace.recording.notices import warn
-from brrr_trace.traces.brrr_fields import RECORD_KEY
+from brrr_trace.traces.brrr_fields import RECORD_KEY, UNPROFILED_STEPS_KEY
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -192,7 +193,7 @@ class Recorder:
         if recording and not self._metadata_added:
             info = recording_info(self.exact_ops)
             ends = self._wait_step_ends
-            info["unprofiled_step_ns"] = [b - a for a, b in zip(ends, ends[1:])]
+            info[UNPROFILED_STEPS_KEY] = [b - a for a, b in itertools.pairwise(ends)]
             prof.add_metadata_json(RECORD_KEY, json.dumps(info))
             prof.add_metadata_json("torch_version", json.dumps(info["torch_version"]))
             self._metadata_added = True
