@@ -5,9 +5,9 @@
 runs ``script.py`` as ``__main__`` (it profiles itself with ``--profile``, as usual) while a
 thread samples the main thread's stack every ``--interval-us``: the innermost frame that belongs
 to the programs of this folder, and its *current* line (``f_lineno``). Samples are written as
-``[monotonic ns, file, line]``; ``torch.profiler.profile.step`` calls are logged too, so that the
-sample clock can be matched to the trace's (each ProfilerStep#N starts at the Nth call). Nothing here
-touches torch's dispatch: the trace is a plain profile of the program, a little slowed by the
+``[monotonic ns, file, line]``; ``torch.profiler.profile.step`` calls are logged too, so that
+the sample clock can be matched to the trace's (ProfilerStep#N starts at the Nth call). Nothing
+here touches torch's dispatch: the trace is a plain profile of the program, a little slowed by the
 sampling thread taking the GIL.
 """
 
