@@ -223,25 +223,20 @@ def _classify(
         sync_lines = locator.lines_at(sync_threads, host.start_ns[rows])
         a, b = g0[is_sync], g1[is_sync]
         # The sync line owns the gap while the host sat in the call. Once it returned, the host
-        # went on: time in the DataLoader belongs to the line that asked for the batch, the
-        # rest to the line whose launch ends the gap (the work the host was getting to).
+        # went on: the rest belongs to the lines it ran (a Dataset's own code while a batch
+        # loads), and where no user code ran, to the line whose launch ends the gap.
         returned = np.clip(host.end_ns[rows], a, b)
         cost = profiler_cost(sync_threads, a, returned)
         charge_many(sync_lines, returned - a, IdleCause.SYNC, cost)
         after = np.flatnonzero(returned < b)
         later = profiler_cost(sync_threads[after], returned[after], b[after])
         next_line = ops.line[next_rows[is_sync]]
-        loading = len(locator.dataloader_rows) > 0
         for k, c in zip(after.tolist(), later.tolist(), strict=True):
             length = int(b[k] - returned[k])
-            thread_k, t0, t1 = int(sync_threads[k]), int(returned[k]), int(b[k])
-            covered, caller = locator.dataloader_wait(thread_k, t0, t1) if loading else (0, NONE)
-            if caller == NONE:
-                covered = 0
             rest_owner = int(next_line[k]) if next_line[k] != NONE else int(sync_lines[k])
-            for owner, ns in ((caller, covered), (rest_owner, length - covered)):
-                if ns > 0:
-                    charge(owner, IdleCause.SYNC, ns, c * ns // length)
+            for line, ns in locator.lines_over(int(sync_threads[k]), int(returned[k]), int(b[k])):
+                owner = rest_owner if line == NONE else line
+                charge(owner, IdleCause.SYNC, ns, c * ns // length)
         for line, row, gap in zip(
             sync_lines.tolist(), rows.tolist(), (b - a).tolist(), strict=True
         ):
@@ -256,8 +251,15 @@ def _classify(
             if covered * 2 >= int(g1[k] - g0[k]):
                 cause[k] = _CAUSE_CODE[IdleCause.DATALOADER]
                 undecided[k] = False
-                cost = profiler_cost(thread[k : k + 1], g0[k : k + 1], g1[k : k + 1])
-                charge(caller, IdleCause.DATALOADER, int(g1[k] - g0[k]), int(cost[0]))
+                loading_cost = int(
+                    profiler_cost(thread[k : k + 1], g0[k : k + 1], g1[k : k + 1])[0]
+                )
+                # The lines that ran while the batch loaded: a Dataset's own code, else the
+                # statement that asked for the batch.
+                length = int(g1[k] - g0[k])
+                for line, ns in locator.lines_over(int(thread[k]), int(g0[k]), int(g1[k])):
+                    owner = caller if line == NONE else line
+                    charge(owner, IdleCause.DATALOADER, ns, loading_cost * ns // length)
 
     # host: the launch had not even started when the GPU ran out of work.
     is_host = undecided & known & (launched_at >= g0)
