@@ -12,6 +12,7 @@ import numpy as np
 
 from brrr_trace import __version__
 from brrr_trace.analyzers.attribution import Locator, attribute_ops
+from brrr_trace.analyzers.collectives import collectives_of
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.kernels import kernel_kind
 from brrr_trace.analyzers.paths import PathMapper
@@ -260,6 +261,7 @@ def analyze_loaded(
         + _source_problems({**mapper.refused, **locator.skipped_sources}, options),
         notes=tuple(notes),
         steps=steps,
+        collectives=collectives_of(trace),
     )
 
 

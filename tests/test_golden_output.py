@@ -348,7 +348,8 @@ JSON = r"""{
   "unmapped_files": [
     "train.py"
   ],
-  "steps": null
+  "steps": null,
+  "collectives": []
 }
 """
 
