@@ -201,7 +201,10 @@ def analyze_loaded(
     by_regime = {
         regime: int(excl[classes.regime == code].sum()) for code, regime in enumerate(REGIMES)
     }
-    by_regime[Regime.OVERHEAD] += idle
+    # Idle while the host sat in a collective is communication; the rest of the idle overhead.
+    waited = idle_by_cause.get(IdleCause.COLLECTIVE, 0)
+    by_regime[Regime.OVERHEAD] += idle - waited
+    by_regime[Regime.COMMUNICATION] += waited
     placed_idle = sum(ns for (line, _), ns in timeline.idle_charges.items() if line != NONE)
     summary = Summary(
         gpu_busy_ns=busy,

@@ -52,7 +52,13 @@ CASES = [
         364,
         "bf16_matmul",
     ),
-    ("small-grid", "AMD-AGI-TraceLens/b200__eager_trace.json.gz", None, "bf16_matmul"),
+    # (b200's small grids were its 73 all-reduce kernels: collectives are not SM-bound.)
+    (
+        "small-grid",
+        "AMD-AGI-TraceLens/h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+        150,
+        "bf16_matmul",
+    ),
     (
         "exposed-communication",
         "AMD-AGI-TraceLens/b200__eager_trace.json.gz",

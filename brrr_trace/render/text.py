@@ -15,7 +15,12 @@ from brrr_trace.report import Finding, LineReport, Report, StepsReport
 from brrr_trace.safe_text import terminal_safe
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
-_REGIME_STYLE = {Regime.COMPUTE: "green", Regime.MEMORY: "cyan", Regime.OVERHEAD: "magenta"}
+_REGIME_STYLE = {
+    Regime.COMPUTE: "green",
+    Regime.MEMORY: "cyan",
+    Regime.OVERHEAD: "magenta",
+    Regime.COMMUNICATION: "yellow",
+}
 
 
 def _plain(text: str, style: str = "") -> Text:
@@ -88,6 +93,7 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
         regimes = " · ".join(
             f"[{_REGIME_STYLE[r]}]{r}[/] {units.duration(ns)} ({units.share(ns, span)})"
             for r, ns in s.time_by_regime_ns.items()
+            if ns or r is not Regime.COMMUNICATION
         )
         console.print(f"Time by regime: {regimes}")
         if report.steps is not None:
@@ -206,7 +212,7 @@ def _evidence(line: LineReport) -> str:
         parts.append(units.tflops(line.achieved_tflops, whole=True))
     elif line.regime is Regime.MEMORY and line.achieved_gbps is not None:
         parts.append(units.bandwidth(line.achieved_gbps, whole_gb=True))
-    if line.regime is not Regime.OVERHEAD and line.peak_fraction is not None:
+    if line.regime in (Regime.COMPUTE, Regime.MEMORY) and line.peak_fraction is not None:
         parts.append(f"{units.percent(line.peak_fraction)} of roofline")
     idle = sorted(((ns, cause) for cause, ns in line.idle_by_cause_ns.items() if ns), reverse=True)
     if line.regime is Regime.OVERHEAD:
