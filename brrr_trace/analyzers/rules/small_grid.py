@@ -12,7 +12,6 @@ import numpy as np
 from brrr_trace.analyzers.rules.context import RawFinding, RuleContext
 from brrr_trace.vocabulary import KernelKind
 
-
 _NOT_SM_BOUND = frozenset({KernelKind.MEMCPY, KernelKind.COMMUNICATION})
 
 
