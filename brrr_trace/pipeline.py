@@ -12,7 +12,8 @@ import numpy as np
 
 from brrr_trace import __version__
 from brrr_trace.analyzers.attribution import Locator, attribute_ops
-from brrr_trace.analyzers.collectives import collectives_of
+from brrr_trace.analyzers.collective_lines import place_collectives
+from brrr_trace.analyzers.collectives import find_collectives
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.kernels import kernel_kind
 from brrr_trace.analyzers.paths import PathMapper
@@ -113,7 +114,8 @@ def analyze_loaded(
     mapper = PathMapper(options.source_root or os.getcwd(), options.path_mappings)
     locator = Locator(trace, options, mapper)
     ops = attribute_ops(trace, locator)
-    timeline = build_timeline(trace, ops, locator, options)
+    collectives, ops = place_collectives(find_collectives(trace), trace, ops, locator)
+    timeline = build_timeline(trace, ops, locator, options, collectives)
     devices = _devices(trace, devices_present)
     peak = _peak_of(trace, device)
     classes = classify_ops(trace, ops, peak, options)
@@ -131,6 +133,7 @@ def analyze_loaded(
         options=options,
         span_ns=next((d.span_ns for d in timeline.devices if d.device == device), 0),
         sms=_sm_count(sms, peak),
+        collectives=collectives,
     )
     raw_findings = find_findings(context)
     rules_of_line: dict[int, list[str]] = {}
@@ -264,7 +267,7 @@ def analyze_loaded(
         + _source_problems({**mapper.refused, **locator.skipped_sources}, options),
         notes=tuple(notes),
         steps=steps,
-        collectives=collectives_of(trace),
+        collectives=collectives.calls,
     )
 
 

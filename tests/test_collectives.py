@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from brrr_trace.analyzers.collectives import CollectiveCall, collectives_of, normalized_name
+from brrr_trace.pipeline import analyze
 from brrr_trace.traces import load
-from tests.tracebuilder import AUTOGRAD, annotation, kernel, launch, op, write
+from brrr_trace.vocabulary import Regime
+from tests.tracebuilder import AUTOGRAD, MAIN, annotation, frame, kernel, launch, op, write
 
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
 
@@ -57,3 +59,79 @@ def test_names_are_normalized() -> None:
         "_c10d_functional::all_gather_into_tensor": "allgather",
     }
     assert {k: normalized_name(k) for k in spelled} == spelled
+
+
+EVALUATE = "autograd::engine::evaluate_function: "
+MM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1"
+
+
+def ddp_step() -> list[dict]:
+    """layer1 (train.py:20) and layer2 (train.py:30) run a matmul each in forward; step
+    (train.py:40) calls backward(). The engine runs layer2's backward (0.3 ms), DDP's hook
+    all-reduces bucket 0 on stream 22 (0.2 ms, beside layer1's 0.3 ms backward), then
+    bucket 1 (0.4 ms, nothing beside it)."""
+    seq = {"Fwd thread id": MAIN}
+    return [
+        frame("train.py(40): step", 0.0, 2000.0),
+        frame("train.py(20): layer1", 10.0, 30.0),
+        op("aten::mm", 12.0, 20.0, **{"Sequence number": 1}),
+        launch(15.0, 1),
+        kernel(MM, 20.0, 100.0, 1),
+        frame("train.py(30): layer2", 50.0, 30.0),
+        op("aten::mm", 52.0, 20.0, **{"Sequence number": 2}),
+        launch(55.0, 2),
+        kernel(MM, 125.0, 100.0, 2),
+        frame("torch/_tensor.py(570): backward", 100.0, 1800.0),
+        op(EVALUATE + "MmBackward0", 110.0, 30.0, tid=AUTOGRAD, **{"Sequence number": 2}, **seq),
+        launch(115.0, 3, tid=AUTOGRAD),
+        kernel(MM, 230.0, 300.0, 3),
+        op("c10d::allreduce_", 150.0, 40.0, tid=AUTOGRAD),
+        op("record_param_comms", 152.0, 30.0, tid=AUTOGRAD, **comms("allreduce", 1 << 20)),
+        launch(160.0, 4, tid=AUTOGRAD),
+        kernel(NCCL, 300.0, 200.0, 4, stream=22),
+        op(EVALUATE + "MmBackward0", 200.0, 30.0, tid=AUTOGRAD, **{"Sequence number": 1}, **seq),
+        launch(205.0, 5, tid=AUTOGRAD),
+        kernel(MM, 530.0, 300.0, 5),
+        op("c10d::allreduce_", 250.0, 40.0, tid=AUTOGRAD),
+        op("record_param_comms", 252.0, 30.0, tid=AUTOGRAD, **comms("allreduce", 1 << 21)),
+        launch(260.0, 6, tid=AUTOGRAD),
+        kernel(NCCL, 830.0, 400.0, 6, stream=22),
+    ]
+
+
+def test_ddp_buckets_are_charged_to_the_forward_lines_that_filled_them(tmp_path: Path) -> None:
+    report = analyze(write(tmp_path / "t.json", ddp_step()))
+    assert [(c.index, c.line, c.kernel_start_ns, c.kernel_end_ns) for c in report.collectives] == [
+        (0, "train.py:30", 300_000, 500_000),
+        (1, "train.py:20", 830_000, 1_230_000),
+    ]
+    lines = {(line.file, line.line): line for line in report.lines}
+    # layer1: its 0.1 ms forward and 0.3 ms backward matmuls are compute (the GEMMs have no
+    # shapes: compute by kind), the 0.4 ms all-reduce of its bucket communication.
+    assert lines[("train.py", 20)].time_by_regime_ns == {
+        Regime.COMPUTE: 400_000,
+        Regime.MEMORY: 0,
+        Regime.OVERHEAD: 0,
+        Regime.COMMUNICATION: 400_000,
+    }
+    # layer2's all-reduce runs beside layer1's backward: only what the GEMMs leave (0 ns of it
+    # is exclusive time: 300-500 lies inside 230-530).
+    assert lines[("train.py", 30)].time_by_regime_ns[Regime.COMMUNICATION] == 0
+    assert report.summary.time_by_regime_ns[Regime.COMMUNICATION] == 400_000
+
+
+def test_exposed_communication_is_on_the_bucket_lines_with_a_replayed_saving(
+    tmp_path: Path,
+) -> None:
+    (finding,) = [
+        f
+        for f in analyze(write(tmp_path / "t.json", ddp_step())).findings
+        if f.rule == "exposed-communication"
+    ]
+    # Bucket 1's 0.4 ms all-reduce ends the step with nothing beside it; bucket 0's runs
+    # beside layer1's backward and exposes nothing, so layer2 (train.py:30) has no finding.
+    assert (finding.line, finding.lines, finding.est_savings_ns) == (20, (20,), 400_000)
+    assert finding.message == (
+        "1 collective call(s) (allreduce ×1) run 0.40 ms with no computation beside them"
+    )
+    assert finding.evidence["kernel_exposed_us"] == 400.0

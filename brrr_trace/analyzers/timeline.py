@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from brrr_trace.analyzers.attribution import Locator, OpAttribution
+from brrr_trace.analyzers.collectives import Collectives
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import GPU_MEMCPY, Trace
@@ -85,7 +86,11 @@ class Timeline:
 
 
 def build_timeline(
-    trace: Trace, ops: OpAttribution, locator: Locator, options: AnalysisOptions
+    trace: Trace,
+    ops: OpAttribution,
+    locator: Locator,
+    options: AnalysisOptions,
+    collectives: Collectives | None = None,
 ) -> Timeline:
     gpu = trace.gpu
     exclusive = np.zeros(len(gpu), dtype=np.int64)
@@ -94,6 +99,7 @@ def build_timeline(
     waits: dict[int, set[int]] = {}
     sync_gaps: dict[int, int] = {}
     sync = _sync_calls(trace, ops)
+    waits_in = _host_collectives(collectives)
     devices = []
     for device in np.unique(gpu.device).tolist():
         rows = np.flatnonzero(gpu.device == device)
@@ -106,7 +112,7 @@ def build_timeline(
         gap_start, gap_end = before[is_gap], start[is_gap]
         cause = _classify(
             trace, ops, locator, options, sync, gap_start, gap_end, gap_rows, charges, profiler,
-            waits, sync_gaps,
+            waits, sync_gaps, waits_in,
         )  # fmt: skip
         devices.append(
             DeviceTimeline(
@@ -149,6 +155,37 @@ class _SyncCalls:
     row: np.ndarray  # host call rows
 
 
+@dataclass(frozen=True)
+class _HostCollectives:
+    """Collectives the host itself carries out (no GPU kernel: gloo, CPU): while the host sits
+    in one, the GPU waits for it."""
+
+    start: np.ndarray
+    end: np.ndarray
+    line: np.ndarray  # the line each is charged to, NONE
+
+
+def _host_collectives(found: Collectives | None) -> _HostCollectives:
+    keep: list[tuple[int, int, int]] = []
+    if found is not None:
+        for call, kernels, line in zip(found.calls, found.kernels, found.line_id, strict=True):
+            if not kernels:
+                keep.append((call.host_start_ns, call.host_end_ns, line))
+    table = np.array(sorted(keep), dtype=np.int64).reshape(-1, 3)
+    return _HostCollectives(table[:, 0], table[:, 1], table[:, 2])
+
+
+def _collective_around(found: _HostCollectives, g0: np.ndarray, tol: int) -> np.ndarray:
+    """For each gap start (sorted): the host collective it began in, NONE."""
+    out = np.full(len(g0), NONE, dtype=np.int64)
+    for k, (a, b) in enumerate(zip(found.start.tolist(), found.end.tolist(), strict=True)):
+        lo = int(np.searchsorted(g0, a - tol, side="left"))
+        hi = int(np.searchsorted(g0, b, side="left"))
+        free = np.flatnonzero(out[lo:hi] == NONE)
+        out[lo + free] = k
+    return out
+
+
 def _sync_calls(trace: Trace, ops: OpAttribution) -> _SyncCalls:
     host = trace.host_calls
     is_sync_name = np.array([s in _SYNC_CALLS for s in trace.strings], dtype=bool)
@@ -178,6 +215,7 @@ def _classify(
     profiler: dict[tuple[int, IdleCause], int],
     waits: dict[int, set[int]],
     sync_gaps: dict[int, int],
+    in_collective: _HostCollectives,
 ) -> np.ndarray:
     host = trace.host_calls
     n = len(g0)
@@ -213,8 +251,24 @@ def _classify(
 
     profiler_cost = locator.profiler_cost_between
 
+    # collective: the host sat in a collective of its own (gloo) when the queue ran dry. Its
+    # line owns the gap while the host was in it, the line whose launch ends the gap the rest.
+    around = _collective_around(in_collective, g0, tol)
+    is_collective = around != NONE
+    cause[is_collective] = _CAUSE_CODE[IdleCause.COLLECTIVE]
+    if is_collective.any():
+        which = around[is_collective]
+        a, b = g0[is_collective], g1[is_collective]
+        returned = np.clip(in_collective.end[which], a, b)
+        owner = in_collective.line[which]
+        after = ops.line[next_rows[is_collective]]
+        after = np.where(after != NONE, after, owner)
+        charge_many(owner, returned - a, IdleCause.COLLECTIVE)
+        charge_many(after, b - returned, IdleCause.COLLECTIVE)
+
     # sync: the host sat in a blocking call when the queue ran dry.
     sync_row = _sync_before(sync, g0, tol)
+    sync_row[is_collective] = NONE
     is_sync = sync_row != NONE
     cause[is_sync] = _CAUSE_CODE[IdleCause.SYNC]
     if is_sync.any():
@@ -248,7 +302,7 @@ def _classify(
             waits.setdefault(line, set()).add(row)
             sync_gaps[line] = sync_gaps.get(line, 0) + gap
 
-    undecided = ~is_sync
+    undecided = ~is_sync & ~is_collective
     # dataloader: the launching thread was inside DataLoader.__next__ for most of the gap.
     if len(locator.dataloader_rows):
         for k in np.flatnonzero(undecided & known).tolist():
