@@ -8,7 +8,7 @@ from pathlib import Path
 from brrr_trace.analyzers.collectives import CollectiveCall, collectives_of, normalized_name
 from brrr_trace.pipeline import analyze
 from brrr_trace.traces import load
-from brrr_trace.vocabulary import Regime
+from brrr_trace.vocabulary import IdleCause, Regime
 from tests.tracebuilder import AUTOGRAD, MAIN, annotation, frame, kernel, launch, op, write
 
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
@@ -135,3 +135,50 @@ def test_exposed_communication_is_on_the_bucket_lines_with_a_replayed_saving(
         "1 collective call(s) (allreduce ×1) run 0.40 ms with no computation beside them"
     )
     assert finding.evidence["kernel_exposed_us"] == 400.0
+
+
+def gloo_step() -> list[dict]:
+    """forward (train.py:10) runs a 90 µs kernel; sync_grads (train.py:20) all-reduces on the
+    host with gloo for 330 µs (no kernel) while the GPU idles; update (train.py:30) launches
+    the next kernel as soon as it returns."""
+    return [
+        frame("train.py(10): forward", 0.0, 100.0),
+        launch(5.0, 1),
+        kernel(MM, 10.0, 90.0, 1),
+        frame("train.py(20): sync_grads", 100.0, 350.0),
+        op("c10d::allreduce_", 110.0, 330.0),
+        op("record_param_comms", 112.0, 326.0, **comms("allreduce", 1 << 20)),
+        annotation("gloo:all_reduce", 115.0, 320.0),
+        frame("train.py(30): update", 450.0, 50.0),
+        launch(455.0, 2),
+        kernel(MM, 460.0, 40.0, 2),
+    ]
+
+
+def test_a_gloo_collective_blocking_the_host_is_waiting_on_its_line(tmp_path: Path) -> None:
+    report = analyze(write(tmp_path / "t.json", gloo_step()))
+    (call,) = report.collectives
+    assert (call.name, call.bytes, call.line, call.kernel_start_ns) == (
+        "allreduce",
+        4 << 20,
+        "train.py:20",
+        None,
+    )
+    # The GPU idles 100-460 µs: the host sat in the all-reduce 110-440 (330 µs, on its line);
+    # the other 30 µs go to the line whose launch ended the gap.
+    assert report.summary.idle_by_cause_ns[IdleCause.COLLECTIVE] == 360_000
+    lines = {(line.file, line.line): line for line in report.lines}
+    assert lines[("train.py", 20)].idle_by_cause_ns[IdleCause.COLLECTIVE] == 330_000
+    assert lines[("train.py", 30)].idle_by_cause_ns[IdleCause.COLLECTIVE] == 30_000
+    assert lines[("train.py", 20)].regime is Regime.COMMUNICATION
+    assert report.summary.time_by_regime_ns[Regime.COMMUNICATION] == 360_000
+    (finding,) = [f for f in report.findings if f.rule == "exposed-communication"]
+    assert finding.line == 20
+    assert finding.message == (
+        "1 collective call(s) (allreduce ×1) run 0.33 ms with no computation beside them, "
+        "0.33 ms of it with the host blocked in the call while the GPU idled"
+    )
+    # The replay takes the host's work inside the call away: the 448 µs between the two
+    # launches less the profiler's estimated 5 µs there (2 frames, 2 ops) is 443 µs of work,
+    # 330/448 of it inside the call.
+    assert finding.est_savings_ns == 330 * 443_000 // 448

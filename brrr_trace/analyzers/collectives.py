@@ -48,11 +48,9 @@ class CollectiveCall:
 
 # Host-side op names that are (part of) a collective call.
 _HOST_OP = re.compile(
-    r"^(?:record_param_comms$|c10d::|_c10d_functional::|c10d_functional::"
+    r"^(?:record_param_comms$|c10d::|_c10d_functional::|c10d_functional::|symm_mem::"
     r"|(?:nccl|rccl|gloo|ucc|mpi|xccl|hccl):)"
 )
-# Ops of those families that wait for a collective rather than issue one.
-_WAITS = frozenset({"wait", "wait_tensor"})
 _PARAM_COMMS = "record_param_comms"
 
 # Spellings of collectives in c10d op names, backend regions and "Collective name", normalized.
@@ -70,9 +68,9 @@ _NAMES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"^_?reduce", "reduce"),
         (r"^_?gather", "gather"),
         (r"^_?scatter", "scatter"),
-        (r"^wait", "wait"),
     )
 )
+_COLLECTIVES = frozenset(name for _, name in _NAMES)
 
 # c10::ScalarType names, as "dtype" of the collective metadata writes them: bytes per element.
 _SCALAR_TYPE_BYTES = {
@@ -101,7 +99,7 @@ def normalized_name(text: str) -> str:
     for pattern, name in _NAMES:
         if pattern.search(word):
             return name
-    return word.strip("_") or "unknown"
+    return word.strip("_") or "unknown"  # not a collective: waits, set-up
 
 
 @dataclass(frozen=True)
@@ -156,8 +154,9 @@ def find_collectives(trace: Trace) -> Collectives:
     calls, threads, kernel_rows = [], [], []
     for k, row in enumerate(outer.tolist()):
         meta = _meta_of(trace, metas.get(k, [row]))
-        # A bare record_param_comms without metadata (2023 traces) says nothing of what it is.
-        if meta.name is None or meta.name in _WAITS:
+        # A bare record_param_comms without metadata (2023 traces) says nothing of what it is;
+        # c10d also has ops that are no collective (rendezvous, process-group set-up).
+        if meta.name not in _COLLECTIVES:
             continue
         group = meta.group or DEFAULT_GROUP
         index_in_group = counters.get(group, 0)

@@ -175,14 +175,18 @@ def _host_collectives(found: Collectives | None) -> _HostCollectives:
     return _HostCollectives(table[:, 0], table[:, 1], table[:, 2])
 
 
-def _collective_around(found: _HostCollectives, g0: np.ndarray, tol: int) -> np.ndarray:
-    """For each gap start (sorted): the host collective it began in, NONE."""
-    out = np.full(len(g0), NONE, dtype=np.int64)
+def _collective_overlaps(
+    found: _HostCollectives, g0: np.ndarray, g1: np.ndarray
+) -> dict[int, list[tuple[int, int]]]:
+    """Per gap (sorted, disjoint): (host collective, ns of the gap inside it) for each it meets."""
+    out: dict[int, list[tuple[int, int]]] = {}
     for k, (a, b) in enumerate(zip(found.start.tolist(), found.end.tolist(), strict=True)):
-        lo = int(np.searchsorted(g0, a - tol, side="left"))
+        lo = int(np.searchsorted(g1, a, side="right"))
         hi = int(np.searchsorted(g0, b, side="left"))
-        free = np.flatnonzero(out[lo:hi] == NONE)
-        out[lo + free] = k
+        for gap in range(lo, hi):
+            ns = min(int(g1[gap]), b) - max(int(g0[gap]), a)
+            if ns > 0:
+                out.setdefault(gap, []).append((k, ns))
     return out
 
 
@@ -251,20 +255,28 @@ def _classify(
 
     profiler_cost = locator.profiler_cost_between
 
-    # collective: the host sat in a collective of its own (gloo) when the queue ran dry. Its
-    # line owns the gap while the host was in it, the line whose launch ends the gap the rest.
-    around = _collective_around(in_collective, g0, tol)
-    is_collective = around != NONE
+    # collective: the host sat in a collective of its own (gloo) for most of the gap, or when
+    # the queue ran dry. The calls' lines own the time the host was in them, the line whose
+    # launch ends the gap the rest.
+    is_collective = np.zeros(n, dtype=bool)
+    for gap, inside in _collective_overlaps(in_collective, g0, g1).items():
+        length = int(g1[gap] - g0[gap])
+        met = sum(ns for _, ns in inside)
+        began_in = any(in_collective.start[k] - tol <= g0[gap] for k, _ in inside)
+        if 2 * met < length and not began_in:
+            continue
+        is_collective[gap] = True
+        scale = min(1.0, length / met)
+        taken = 0
+        for k, ns in inside:
+            part = int(ns * scale)
+            charge(int(in_collective.line[k]), IdleCause.COLLECTIVE, part)
+            taken += part
+        after = int(ops.line[next_rows[gap]])
+        if length > taken:
+            owner = after if after != NONE else int(in_collective.line[inside[-1][0]])
+            charge(owner, IdleCause.COLLECTIVE, length - taken)
     cause[is_collective] = _CAUSE_CODE[IdleCause.COLLECTIVE]
-    if is_collective.any():
-        which = around[is_collective]
-        a, b = g0[is_collective], g1[is_collective]
-        returned = np.clip(in_collective.end[which], a, b)
-        owner = in_collective.line[which]
-        after = ops.line[next_rows[is_collective]]
-        after = np.where(after != NONE, after, owner)
-        charge_many(owner, returned - a, IdleCause.COLLECTIVE)
-        charge_many(after, b - returned, IdleCause.COLLECTIVE)
 
     # sync: the host sat in a blocking call when the queue ran dry.
     sync_row = _sync_before(sync, g0, tol)

@@ -43,6 +43,41 @@ def _steps_line(steps: StepsReport) -> str:
     return line
 
 
+def _collectives_line(report: Report) -> str:
+    """``Collectives: 12 calls (allreduce ×6, broadcast ×6) in 1 group · 45.7 MB · GPU
+    kernels 71.5 ms · host-side 0 ns · on train.py:82``, with trace text escaped."""
+    calls = report.collectives
+    names: dict[str, int] = {}
+    for call in calls:
+        names[call.name] = names.get(call.name, 0) + 1
+    what = ", ".join(f"{_markup(name)} ×{n}" for name, n in sorted(names.items()))
+    groups = len({call.group for call in calls})
+    moved = sum(call.bytes for call in calls if call.bytes is not None)
+    kernels = sum(
+        call.kernel_end_ns - call.kernel_start_ns
+        for call in calls
+        if call.kernel_start_ns is not None and call.kernel_end_ns is not None
+    )
+    host = sum(
+        call.host_end_ns - call.host_start_ns for call in calls if call.kernel_start_ns is None
+    )
+    where: dict[str, int] = {}
+    for call in calls:
+        if call.line is not None:
+            where[call.line] = where.get(call.line, 0) + 1
+    lines = sorted(where.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ", ".join(_markup(line) for line, _ in lines[:3]) + (" …" if len(lines) > 3 else "")
+    parts = [
+        f"Collectives: {len(calls)} call{'s' if len(calls) != 1 else ''} ({what}) in {groups} "
+        f"group{'s' if groups != 1 else ''}",
+        f"{units.data_size(moved)}" if moved else "",
+        f"GPU kernels {units.duration(kernels)}" if kernels else "",
+        f"host-side (no kernel) {units.duration(host)}" if host else "",
+        f"on {shown}" if shown else "",
+    ]
+    return " · ".join(p for p in parts if p)
+
+
 def _per_step(finding: Finding) -> str:
     per_step = finding.est_savings_per_step_ns
     return f" ({units.duration(per_step)} a step)" if per_step is not None else ""
@@ -98,6 +133,8 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
         console.print(f"Time by regime: {regimes}")
         if report.steps is not None:
             console.print(_steps_line(report.steps))
+        if report.collectives:
+            console.print(_collectives_line(report))
         unplaced = s.unattributed_gpu_ns + s.unattributed_idle_ns
         if unplaced:
             console.print(
