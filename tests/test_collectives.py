@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from brrr_trace.analyzers.collectives import CollectiveCall, collectives_of, normalized_name
 from brrr_trace.pipeline import analyze
 from brrr_trace.traces import load
 from brrr_trace.vocabulary import IdleCause, Regime
+from tests.conftest import PUBLIC
 from tests.tracebuilder import AUTOGRAD, MAIN, annotation, frame, kernel, launch, op, write
 
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
@@ -182,3 +185,56 @@ def test_a_gloo_collective_blocking_the_host_is_waiting_on_its_line(tmp_path: Pa
     # launches less the profiler's estimated 5 µs there (2 frames, 2 ops) is 443 µs of work,
     # 330/448 of it inside the call.
     assert finding.est_savings_ns == 330 * 443_000 // 448
+
+
+def public(name: str) -> Path:
+    path = PUBLIC / name
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    return path
+
+
+def test_the_eight_dlrm_ranks_issue_the_same_collectives_in_the_same_order() -> None:
+    # 2023 traces: no collective metadata, External ids equal to correlations; the calls come
+    # from the c10d ops and the nccl: regions, their sizes from the regions' Input Dims.
+    folder = public("facebookresearch-param/dlrm_kineto_8ranks")
+    by_rank = {}
+    for path in sorted(folder.glob("*.json.gz")):
+        trace = load(path).trace
+        by_rank[trace.rank] = collectives_of(trace)
+    assert sorted(by_rank) == list(range(8))
+    names = ["alltoall"] * 4 + ["allreduce", "alltoall", "allreduce", "allreduce"]
+    for calls in by_rank.values():
+        assert [(c.group, c.index, c.name) for c in calls] == [
+            ("default", k, name) for k, name in enumerate(names)
+        ]
+        assert all(c.kernel_start_ns is not None for c in calls)
+        # All-reduces move the same buffer on every rank: 394,241 floats, then 112, 226,960.
+        assert [c.bytes for c in calls if c.name == "allreduce"] == [1_576_964, 448, 907_840]
+
+
+def test_ddp_rank_0_of_the_mi300_trace() -> None:
+    trace = load(public("AMD-AGI-TraceLens/mi300__resnet_act_checkpoint.json.gz")).trace
+    calls = collectives_of(trace)
+    # Per step: DDP's two broadcasts of buffers (forward), two bucket all-reduces (backward,
+    # on the autograd thread); record_param_comms "wait" ops are not calls.
+    assert [c.name for c in calls] == ["broadcast", "broadcast", "allreduce", "allreduce"] * 3
+    assert [c.index for c in calls] == list(range(12))
+    assert {c.group for c in calls} == {"0"}
+    assert [c.bytes for c in calls[:4]] == [9600 * 2, 20 * 8, 2_873_320 * 2, 8_816_192 * 2]
+    assert [c.step for c in calls] == [15] * 4 + [16] * 4 + [17] * 4
+    assert all(c.kernel_end_ns is not None for c in calls)
+
+
+def test_the_b200_all_gather_with_metadata_on_its_kernel() -> None:
+    trace = load(public("AMD-AGI-TraceLens/b200__eager_trace.json.gz")).trace
+    calls = collectives_of(trace)
+    (gather,) = [c for c in calls if c.name == "allgather"]
+    # Process group "3"; 25,136 bf16 in, 201,088 out (8 ranks): the larger buffer.
+    assert (gather.group, gather.index, gather.bytes) == ("3", 0, 201_088 * 2)
+    assert (gather.kernel_start_ns, gather.kernel_end_ns) == (
+        1_365_627_949_863_953,
+        1_365_627_949_885_906,
+    )
+    # vLLM's symmetric-memory all-reduces (symm_mem::multimem_all_reduce_) have no group name.
+    assert sum(c.name == "allreduce" and c.group == "default" for c in calls) == 73
