@@ -238,3 +238,43 @@ def test_the_b200_all_gather_with_metadata_on_its_kernel() -> None:
     )
     # vLLM's symmetric-memory all-reduces (symm_mem::multimem_all_reduce_) have no group name.
     assert sum(c.name == "allreduce" and c.group == "default" for c in calls) == 73
+
+
+def test_a_collective_issued_by_user_code_after_backward_is_on_its_own_line(
+    tmp_path: Path,
+) -> None:
+    # CPU backward runs on the calling thread: the main thread runs engine nodes too, but the
+    # all-reduce at train.py:50 comes after backward() returned.
+    events = [
+        frame("train.py(40): step", 0.0, 300.0),
+        frame("torch/_tensor.py(570): backward", 10.0, 100.0),
+        op(EVALUATE + "MmBackward0", 20.0, 50.0, **{"Sequence number": 1}),
+        launch(25.0, 1),
+        kernel(MM, 30.0, 60.0, 1),
+        frame("train.py(50): log_loss", 150.0, 100.0),
+        op("c10d::allreduce_", 160.0, 50.0),
+        op("record_param_comms", 162.0, 40.0, **comms("allreduce", 1)),
+        launch(170.0, 2),
+        kernel(NCCL, 175.0, 20.0, 2, stream=22),
+    ]
+    report = analyze(write(tmp_path / "t.json", events))
+    assert [c.line for c in report.collectives] == ["train.py:50"]
+    lines = {(line.file, line.line): line for line in report.lines}
+    assert lines[("train.py", 50)].time_by_regime_ns[Regime.COMMUNICATION] == 20_000
+
+
+def test_an_all_gather_from_a_pre_forward_hook_is_on_the_module_call_line(tmp_path: Path) -> None:
+    # FSDP's hook runs in library frames inside the call of the module at train.py:60.
+    events = [
+        frame("train.py(60): forward_layer", 0.0, 200.0),
+        frame("torch/nn/modules/module.py(1750): _call_impl", 5.0, 190.0),
+        frame("torch/distributed/fsdp/_runtime_utils.py(400): _pre_forward", 10.0, 60.0),
+        op("c10d::_allgather_base_", 20.0, 40.0),
+        op("record_param_comms", 22.0, 30.0, **comms("_allgather_base", 1 << 10)),
+        launch(30.0, 1),
+        kernel(NCCL.replace("AllReduce", "AllGather"), 35.0, 50.0, 1, stream=22),
+        launch(100.0, 2),
+        kernel(MM, 105.0, 50.0, 2),
+    ]
+    report = analyze(write(tmp_path / "t.json", events))
+    assert [(c.name, c.line) for c in report.collectives] == [("allgather", "train.py:60")]

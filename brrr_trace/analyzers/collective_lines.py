@@ -35,11 +35,14 @@ def place_collectives(
     gpu, host = trace.gpu, trace.host_calls
     threads = np.asarray(found.thread, dtype=np.int64)
     issued = np.array([c.host_start_ns for c in found.calls], dtype=np.int64)
-    in_backward = locator.backward_points(threads, issued).inside | np.isin(
-        threads, _engine_threads(trace)
-    )
     here = locator.lines_at(threads, issued)
     callers = _backward_callers(trace, locator, issued)
+    # Inside an engine node (a gradient hook), or on a thread that runs them while backward()
+    # is being called (DDP's end-of-backward callback): not on the main thread after it.
+    within_call = np.array([line_start[1] != NONE for line_start in callers], dtype=bool)
+    in_backward = locator.backward_points(threads, issued).inside | (
+        within_call & np.isin(threads, _engine_threads(trace))
+    )
     # Backward ops by launch, per thread: the candidates to have filled each bucket.
     is_comm = np.array(
         [kernel_kind(s) is KernelKind.COMMUNICATION for s in trace.strings], dtype=bool
