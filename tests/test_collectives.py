@@ -278,3 +278,34 @@ def test_an_all_gather_from_a_pre_forward_hook_is_on_the_module_call_line(tmp_pa
     ]
     report = analyze(write(tmp_path / "t.json", events))
     assert [(c.name, c.line) for c in report.collectives] == [("allgather", "train.py:60")]
+
+
+def test_an_asynchronous_gloo_call_runs_on_a_worker_thread(tmp_path: Path) -> None:
+    # Issued from the autograd thread (DDP's hook returns at once); gloo runs it on its own
+    # thread from 130 to 400 µs. One call, from the issue to the end of its run; an NCCL call
+    # with its own region (at 500) is not a run waiting for a match.
+    worker = 300
+    events = [
+        op("c10d::allreduce_", 100.0, 20.0, tid=AUTOGRAD),
+        op("record_param_comms", 102.0, 16.0, tid=AUTOGRAD, **comms("allreduce", 256)),
+        annotation("gloo:all_reduce", 130.0, 270.0, tid=worker),
+        op("c10d::allreduce_", 500.0, 20.0, tid=AUTOGRAD),
+        annotation("nccl:all_reduce", 505.0, 10.0, tid=AUTOGRAD),
+        annotation("gloo:all_reduce", 600.0, 50.0, tid=worker),
+    ]
+    calls = collectives_of(load(write(tmp_path / "t.json", events)).trace)
+    assert [(c.group, c.index, c.host_start_ns, c.host_end_ns, c.bytes) for c in calls] == [
+        ("0", 0, 100_000, 400_000, 1024),
+        ("default", 0, 500_000, 520_000, None),
+        # A run with no call issued before it: a call of its own.
+        ("default", 1, 600_000, 650_000, None),
+    ]
+
+
+def test_the_gloo_runs_of_a_cpu_only_trace_are_its_calls() -> None:
+    path = "hta/tests/data/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+    calls = collectives_of(load(public(path)).trace)
+    # Five steps of two buckets (321,271 and 2,082,411 floats), each run on a gloo thread.
+    assert [c.bytes for c in calls] == [321_271 * 4, 2_082_411 * 4] * 5
+    assert [c.index for c in calls] == list(range(10))
+    assert all(c.kernel_start_ns is None for c in calls)

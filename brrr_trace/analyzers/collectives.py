@@ -52,6 +52,8 @@ _HOST_OP = re.compile(
     r"|(?:nccl|rccl|gloo|ucc|mpi|xccl|hccl):)"
 )
 _PARAM_COMMS = "record_param_comms"
+# The backend's own region of a call (its run, on a gloo worker thread when asynchronous).
+_REGION = re.compile(r"^(?:nccl|rccl|gloo|ucc|mpi|xccl|hccl):")
 
 # Spellings of collectives in c10d op names, backend regions and "Collective name", normalized.
 _NAMES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
@@ -147,33 +149,67 @@ def find_collectives(trace: Trace) -> Collectives:
         if k != NONE:
             metas.setdefault(k, []).append(row)
     kernels = _kernels_by_call(trace, index)
+    # The calls: each outermost op with the ops inside it; a backend region alone on a thread
+    # (gloo runs a collective on its worker threads) is the execution of the call of the same
+    # name issued before it elsewhere, else a call of its own.
+    found: list[tuple[list[int], _Meta]] = []  # outermost op of each call, then its runs
+    lone: list[tuple[int, _Meta]] = []
+    waiting: dict[str | None, list[int]] = {}  # calls without a region of their own, in order
+    for k, row in enumerate(outer.tolist()):
+        inside = metas.get(k, [row])
+        meta = _meta_of(trace, inside)
+        # A bare record_param_comms without metadata (2023 traces) says nothing of what it is;
+        # c10d also has ops that are no collective (rendezvous, process-group set-up).
+        if meta.name not in _COLLECTIVES:
+            continue
+        regions = [r for r in inside if _REGION.match(strings[int(cpu.name[r])])]
+        if regions == inside:
+            lone.append((k, meta))
+            continue
+        if not regions:
+            waiting.setdefault(meta.name, []).append(len(found))
+        found.append(([k], meta))
+    for k, meta in lone:
+        row = int(outer[k])
+        queue = waiting.get(meta.name, [])
+        matched = None
+        while queue:
+            issued = int(outer[found[queue[0]][0][0]])
+            if cpu.start_ns[issued] > cpu.start_ns[row]:
+                break  # issued after this run began: not its call
+            candidate = queue.pop(0)
+            if cpu.thread[issued] != cpu.thread[row]:
+                matched = candidate
+                break
+        if matched is None:
+            found.append(([k], meta))
+        else:
+            found[matched][0].append(k)
+    found.sort(key=lambda call: int(cpu.start_ns[outer[call[0][0]]]))
     steps = profiler_steps(trace)
     step_starts = np.array([a for a, _ in steps], dtype=np.int64)
     step_numbers = _step_numbers(trace)
     counters: dict[str, int] = {}
     calls, threads, kernel_rows = [], [], []
-    for k, row in enumerate(outer.tolist()):
-        meta = _meta_of(trace, metas.get(k, [row]))
-        # A bare record_param_comms without metadata (2023 traces) says nothing of what it is;
-        # c10d also has ops that are no collective (rendezvous, process-group set-up).
-        if meta.name not in _COLLECTIVES:
-            continue
+    gpu = trace.gpu
+    for ks, meta in found:
+        row = int(outer[ks[0]])
         group = meta.group or DEFAULT_GROUP
         index_in_group = counters.get(group, 0)
         counters[group] = index_in_group + 1
-        start, end = int(cpu.start_ns[row]), int(cpu.end_ns[row])
+        start = int(cpu.start_ns[row])
+        end = max(int(cpu.end_ns[outer[k]]) for k in ks)
         step = None
         if len(step_starts):
             s = int(np.searchsorted(step_starts, start, side="right")) - 1
             if s >= 0 and start < steps[s][1]:
                 step = step_numbers[s]
-        mine = kernels.get(k, [])
-        gpu = trace.gpu
+        mine = sorted(r for k in ks for r in kernels.get(k, []))
         calls.append(
             CollectiveCall(
                 group=group,
                 index=index_in_group,
-                name=meta.name,
+                name=meta.name or "",
                 bytes=_bytes(meta),
                 step=step,
                 host_start_ns=start,
