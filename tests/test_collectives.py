@@ -12,7 +12,18 @@ from brrr_trace.pipeline import analyze
 from brrr_trace.traces import load
 from brrr_trace.vocabulary import IdleCause, Regime
 from tests.conftest import PUBLIC
-from tests.tracebuilder import AUTOGRAD, MAIN, annotation, frame, kernel, launch, op, write
+from tests.tracebuilder import (
+    AUTOGRAD,
+    MAIN,
+    annotation,
+    frame,
+    kernel,
+    launch,
+    memcpy,
+    op,
+    runtime,
+    write,
+)
 
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
 
@@ -309,3 +320,40 @@ def test_the_gloo_runs_of_a_cpu_only_trace_are_its_calls() -> None:
     assert [c.bytes for c in calls] == [321_271 * 4, 2_082_411 * 4] * 5
     assert [c.index for c in calls] == list(range(10))
     assert all(c.kernel_start_ns is None for c in calls)
+
+
+def test_gloo_staging_copies_and_the_wait_are_the_buckets_communication(tmp_path: Path) -> None:
+    """DDP with gloo on CUDA tensors: the hook issues the all-reduce of layer1's bucket
+    (train.py:20) at 100 µs; gloo's thread copies the gradients to the host (140-150), waits
+    for the other rank, and copies the sum back (395-420). The GPU idles 200-395 meanwhile."""
+    worker = 300
+    events = [
+        frame("train.py(40): step", 0.0, 1000.0),
+        frame("train.py(20): layer1", 1.0, 8.0),
+        op("aten::mm", 2.0, 5.0, **{"Sequence number": 1}),
+        frame("torch/_tensor.py(570): backward", 10.0, 500.0),
+        op(EVALUATE + "MmBackward0", 20.0, 40.0, tid=AUTOGRAD, **{"Sequence number": 1}),
+        launch(30.0, 1, tid=AUTOGRAD),
+        kernel(MM, 40.0, 160.0, 1),
+        op("c10d::allreduce_", 100.0, 20.0, tid=AUTOGRAD),
+        op("record_param_comms", 102.0, 16.0, tid=AUTOGRAD, **comms("allreduce", 256)),
+        annotation("gloo:all_reduce", 130.0, 270.0, tid=worker),
+        runtime("cudaMemcpyAsync", 135.0, 2.0, 2, tid=worker),
+        memcpy("Memcpy DtoH (Device -> Pinned)", 140.0, 10.0, 2),
+        runtime("cudaMemcpyAsync", 390.0, 2.0, 3, tid=worker),
+        memcpy("Memcpy HtoD (Pinned -> Device)", 395.0, 25.0, 3),
+    ]
+    events[4]["args"]["Fwd thread id"] = MAIN
+    report = analyze(write(tmp_path / "t.json", events))
+    assert [(c.line, c.kernel_start_ns, c.host_end_ns) for c in report.collectives] == [
+        ("train.py:20", None, 400_000)
+    ]
+    lines = {(line.file, line.line): line for line in report.lines}
+    # The copies' 25 µs of exclusive time (the first lies under the GEMM) and the 195 µs gap.
+    assert lines[("train.py", 20)].time_by_regime_ns == {
+        Regime.COMPUTE: 160_000,
+        Regime.MEMORY: 0,
+        Regime.OVERHEAD: 0,
+        Regime.COMMUNICATION: 25_000 + 195_000,
+    }
+    assert report.summary.unattributed_gpu_ns == 0

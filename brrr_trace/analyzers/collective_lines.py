@@ -28,8 +28,8 @@ from brrr_trace.vocabulary import KernelKind, Precision
 def place_collectives(
     found: Collectives, trace: Trace, ops: OpAttribution, locator: Locator
 ) -> tuple[Collectives, OpAttribution]:
-    """The calls with their lines (``CollectiveCall.line`` too), and the attribution with each
-    collective kernel moved onto its call's line."""
+    """The calls with their lines (``CollectiveCall.line`` too), and the attribution with the
+    GPU ops each call launched moved onto its line."""
     if not found.calls:
         return found, ops
     gpu, host = trace.gpu, trace.host_calls
@@ -74,8 +74,8 @@ def place_collectives(
             previous[thread] = t0
         line_ids.append(owner)
         charged.append(bucket)
-        if owner != NONE and found.kernels[k]:
-            line[list(found.kernels[k])] = owner
+        if owner != NONE and found.launched[k]:
+            line[list(found.launched[k])] = owner
     calls = tuple(
         dataclasses.replace(call, line=_line_text(locator, owner))
         for call, owner in zip(found.calls, line_ids, strict=True)
