@@ -125,6 +125,9 @@ class Collectives:
     # Where the host carried it out: (thread, start, end) of the issuing op, then of each run
     # on another thread (gloo's worker)
     windows: tuple[tuple[tuple[int, int, int], ...], ...] = ()
+    # What its runs launched (gloo's copies of the result back to the GPU): the GPU waits for
+    # the collective when one of these ends an idle gap
+    returned: tuple[tuple[int, ...], ...] = ()
     line_id: tuple[int, ...] = ()  # the line it is charged to (NONE), once placed
     # Every line it is charged for (the bucket's producers, by GPU time), line_id first.
     lines: tuple[tuple[int, ...], ...] = ()
@@ -201,7 +204,7 @@ def find_collectives(trace: Trace) -> Collectives:
     step_starts = np.array([a for a, _ in steps], dtype=np.int64)
     step_numbers = _step_numbers(trace)
     counters: dict[str, int] = {}
-    calls, threads, kernel_rows, launched_rows, windows = [], [], [], [], []
+    calls, threads, kernel_rows, launched_rows, windows, returned = [], [], [], [], [], []
     gpu = trace.gpu
     for ks, meta in found:
         row = int(outer[ks[0]])
@@ -216,6 +219,10 @@ def find_collectives(trace: Trace) -> Collectives:
             if s >= 0 and start < steps[s][1]:
                 step = step_numbers[s]
         launched = sorted(r for k in ks for r in launched_in.get(k, []))
+        returned.append(tuple(sorted(r for k in ks[1:] for r in launched_in.get(k, []))))
+        if _bytes(meta) is None and len(ks) > 1:
+            # gloo's issuing op has a tensor list; its run's region names the tensor.
+            meta = _meta_of(trace, [int(outer[k]) for k in ks[1:]])
         mine = [r for r in launched if is_kernel[r]]
         calls.append(
             CollectiveCall(
@@ -246,6 +253,7 @@ def find_collectives(trace: Trace) -> Collectives:
         tuple(kernel_rows),
         launched=tuple(launched_rows),
         windows=tuple(windows),
+        returned=tuple(returned),
     )
 
 

@@ -157,37 +157,48 @@ class _SyncCalls:
 
 @dataclass(frozen=True)
 class _HostCollectives:
-    """Collectives the host itself carries out (no GPU kernel: gloo, CPU): while the host sits
-    in one, the GPU waits for it."""
+    """Collectives the host carries out itself (no GPU kernel: gloo, CPU). The GPU waits for one
+    while the thread that would launch its next work sits in the call, or until the copies of
+    its result that its run launched (gloo's worker thread) arrive."""
 
-    start: np.ndarray
+    thread: np.ndarray  # the issuing thread
+    start: np.ndarray  # the issuing op
     end: np.ndarray
     line: np.ndarray  # the line each is charged to, NONE
+    returned_by: dict[int, int]  # GPU row a run launched -> its call
 
 
 def _host_collectives(found: Collectives | None) -> _HostCollectives:
-    keep: list[tuple[int, int, int]] = []
+    rows: list[tuple[int, int, int, int]] = []
+    returned_by: dict[int, int] = {}
     if found is not None:
-        for call, kernels, line in zip(found.calls, found.kernels, found.line_id, strict=True):
-            if not kernels:
-                keep.append((call.host_start_ns, call.host_end_ns, line))
-    table = np.array(sorted(keep), dtype=np.int64).reshape(-1, 3)
-    return _HostCollectives(table[:, 0], table[:, 1], table[:, 2])
+        for k in range(len(found.calls)):
+            if found.kernels[k]:
+                continue
+            thread, start, end = found.windows[k][0]
+            rows.append((thread, start, end, found.line_id[k]))
+            for row in found.returned[k]:
+                returned_by[row] = len(rows) - 1
+    table = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    return _HostCollectives(table[:, 0], table[:, 1], table[:, 2], table[:, 3], returned_by)
 
 
-def _collective_overlaps(
-    found: _HostCollectives, g0: np.ndarray, g1: np.ndarray
-) -> dict[int, list[tuple[int, int]]]:
-    """Per gap (sorted, disjoint): (host collective, ns of the gap inside it) for each it meets."""
-    out: dict[int, list[tuple[int, int]]] = {}
-    for k, (a, b) in enumerate(zip(found.start.tolist(), found.end.tolist(), strict=True)):
-        lo = int(np.searchsorted(g1, a, side="right"))
-        hi = int(np.searchsorted(g0, b, side="left"))
-        for gap in range(lo, hi):
-            ns = min(int(g1[gap]), b) - max(int(g0[gap]), a)
-            if ns > 0:
-                out.setdefault(gap, []).append((k, ns))
-    return out
+def _in_collective(
+    found: _HostCollectives, thread: np.ndarray, g0: np.ndarray, g1: np.ndarray, tol: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each gap: the host collective its next op's launching thread sat in when the gap
+    began or for at least half of it (NONE), and how long of the gap it sat there."""
+    call = np.full(len(g0), NONE, dtype=np.int64)
+    inside = np.zeros(len(g0), dtype=np.int64)
+    for k, (h, a, b) in enumerate(
+        zip(found.thread.tolist(), found.start.tolist(), found.end.tolist(), strict=True)
+    ):
+        ns = np.minimum(g1, b) - np.maximum(g0, a)
+        began = (g0 + tol >= a) & (g0 < b)
+        hit = (call == NONE) & (thread == h) & (began | (2 * ns >= g1 - g0)) & (ns > 0)
+        call[hit] = k
+        inside[hit] = ns[hit]
+    return call, inside
 
 
 def _sync_calls(trace: Trace, ops: OpAttribution) -> _SyncCalls:
@@ -255,28 +266,23 @@ def _classify(
 
     profiler_cost = locator.profiler_cost_between
 
-    # collective: the host sat in a collective of its own (gloo) for most of the gap, or when
-    # the queue ran dry. The calls' lines own the time the host was in them, the line whose
-    # launch ends the gap the rest.
-    is_collective = np.zeros(n, dtype=bool)
-    for gap, inside in _collective_overlaps(in_collective, g0, g1).items():
-        length = int(g1[gap] - g0[gap])
-        met = sum(ns for _, ns in inside)
-        began_in = any(in_collective.start[k] - tol <= g0[gap] for k, _ in inside)
-        if 2 * met < length and not began_in:
-            continue
-        is_collective[gap] = True
-        scale = min(1.0, length / met)
-        taken = 0
-        for k, ns in inside:
-            part = int(ns * scale)
-            charge(int(in_collective.line[k]), IdleCause.COLLECTIVE, part)
-            taken += part
-        ended_by = int(ops.line[next_rows[gap]])
-        if length > taken:
-            owner = ended_by if ended_by != NONE else int(in_collective.line[inside[-1][0]])
-            charge(owner, IdleCause.COLLECTIVE, length - taken)
+    # collective: the thread that launches the GPU's next work sat in a collective of its own
+    # (gloo) when the queue ran dry, or the work the GPU waited for is the collective's result
+    # (gloo's worker copies it back). The call's line owns the gap while the host was in it; for
+    # the rest, the line whose launch ends the gap (the result's copy: the call's line too).
+    call, inside = _in_collective(in_collective, thread, g0, g1, tol)
+    if in_collective.returned_by:
+        for gap in np.flatnonzero(call == NONE).tolist():
+            call[gap] = in_collective.returned_by.get(int(next_rows[gap]), NONE)
+    is_collective = call != NONE
     cause[is_collective] = _CAUSE_CODE[IdleCause.COLLECTIVE]
+    if is_collective.any():
+        length = (g1 - g0)[is_collective]
+        owner = in_collective.line[call[is_collective]]
+        ended_by = ops.line[next_rows[is_collective]]
+        ended_by = np.where(ended_by != NONE, ended_by, owner)
+        charge_many(owner, inside[is_collective], IdleCause.COLLECTIVE)
+        charge_many(ended_by, length - inside[is_collective], IdleCause.COLLECTIVE)
 
     # sync: the host sat in a blocking call when the queue ran dry.
     sync_row = _sync_before(sync, g0, tol)
