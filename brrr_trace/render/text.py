@@ -257,6 +257,14 @@ def _evidence(line: LineReport) -> str:
     if line.regime in (Regime.COMPUTE, Regime.MEMORY) and line.peak_fraction is not None:
         parts.append(f"{units.percent(line.peak_fraction)} of roofline")
     idle = sorted(((ns, cause) for cause, ns in line.idle_by_cause_ns.items() if ns), reverse=True)
+    if line.regime is Regime.COMMUNICATION:
+        busy = line.time_by_regime_ns[Regime.COMMUNICATION] - line.idle_by_cause_ns.get(
+            IdleCause.COLLECTIVE, 0
+        )
+        if busy > 0:
+            parts.append(f"collectives on the GPU {units.duration(busy)}")
+        if idle:
+            parts.append("idle " + ", ".join(f"{c} {units.duration(ns)}" for ns, c in idle[:2]))
     if line.regime is Regime.OVERHEAD:
         if idle:
             parts.append("idle " + ", ".join(f"{c} {units.duration(ns)}" for ns, c in idle[:2]))
