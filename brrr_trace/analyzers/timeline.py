@@ -193,11 +193,19 @@ def _in_collective(
     for k, (h, a, b) in enumerate(
         zip(found.thread.tolist(), found.start.tolist(), found.end.tolist(), strict=True)
     ):
-        ns = np.minimum(g1, b) - np.maximum(g0, a)
-        began = (g0 + tol >= a) & (g0 < b)
-        hit = (call == NONE) & (thread == h) & (began | (2 * ns >= g1 - g0)) & (ns > 0)
-        call[hit] = k
-        inside[hit] = ns[hit]
+        # Gaps are disjoint and in order: those meeting [a - tol, b) are one run of them.
+        lo = int(np.searchsorted(g1, a - tol, side="right"))
+        hi = int(np.searchsorted(g0, b, side="left"))
+        if hi <= lo:
+            continue
+        at = slice(lo, hi)
+        ns = np.minimum(g1[at], b) - np.maximum(g0[at], a)
+        began = (g0[at] + tol >= a) & (g0[at] < b)
+        hit = (call[at] == NONE) & (thread[at] == h) & (began | (2 * ns >= g1[at] - g0[at]))
+        hit &= ns > 0
+        where = lo + np.flatnonzero(hit)
+        call[where] = k
+        inside[where] = ns[hit]
     return call, inside
 
 
