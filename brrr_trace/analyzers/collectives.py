@@ -5,8 +5,10 @@ A call is one outermost host-side collective op on a thread: ``c10d::*`` (and fu
 ``_c10d_functional::*``) ops, ``record_param_comms`` (which carries the collective's metadata),
 and the backend's own region (``nccl:all_reduce``, ``gloo:all_reduce``, ...). They nest (c10d op
 > record_param_comms > nccl:...), so the outermost is the call and the inner ones tell about it.
-Its GPU kernels are the collective kernels launched from inside it (correlation, then time
-containment on the launching thread: the External id is wrong in 2021-2024 traces).
+gloo runs a call on its worker thread: a region alone on a thread is the run of the call of the
+same name issued before it elsewhere. What a call launched (correlation, then time containment
+on the launching thread: the External id is wrong in 2021-2024 traces) is its GPU side: the
+collective kernels, and copies (gloo stages CUDA tensors through host memory).
 
 The per-group ``index`` is what ranks agree on: every rank of a process group issues the
 group's collectives in the same order, so the k-th call of a group is the same collective on
@@ -139,8 +141,8 @@ class Collectives:
 
 
 def collectives_of(trace: Trace) -> tuple[CollectiveCall, ...]:
-    """The trace's collective calls in host start order, ``line`` None (``place`` charges them
-    to lines, docs/architecture.md §12)."""
+    """The trace's collective calls in host start order, ``line`` None
+    (``collective_lines.place_collectives`` charges them to lines, docs/architecture.md §12)."""
     return find_collectives(trace).calls
 
 
