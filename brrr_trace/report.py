@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from brrr_trace.analyzers.collectives import CollectiveCall
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
 SCHEMA_VERSION = 1
@@ -162,3 +163,5 @@ class Report:
     unmapped_files: tuple[str, ...] = ()
     steps: StepsReport | None = None
     schema_version: int = SCHEMA_VERSION
+    # The rank's collective calls in host start order (docs/architecture.md §12).
+    collectives: tuple[CollectiveCall, ...] = ()

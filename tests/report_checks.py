@@ -12,3 +12,28 @@ def assert_no_rate_above_the_peak(report: dict) -> None:  # type: ignore[type-ar
         for peak in peaks:
             if line["achieved_gbps"] is not None and peak.get("hbm_gbps"):
                 assert line["achieved_gbps"] <= peak["hbm_gbps"] * 1.000001, where
+
+
+def assert_the_sums_add_up(report: dict) -> None:  # type: ignore[type-arg]
+    """docs/architecture.md §8: busy + idle = span; idle by cause, and time by regime, add up to
+    their wholes, in the summary and per line (µs fields, so within rounding)."""
+
+    def near(a: float, b: float, parts: int) -> bool:
+        return abs(a - b) <= 0.001 * (parts + 1)
+
+    s = report["summary"]
+    span = s["gpu_busy_us"] + s["gpu_idle_us"]
+    assert near(report["trace"]["span_us"], span, 2)
+    causes, regimes = s["idle_by_cause_us"], s["time_by_regime_us"]
+    assert near(sum(causes.values()), s["gpu_idle_us"], len(causes))
+    assert near(sum(regimes.values()), span, len(regimes))
+    lines = report["lines"]
+    gpu = sum(line["gpu_us"] for line in lines) + s["unattributed_gpu_us"]
+    idle = sum(line["idle_us"] for line in lines) + s["unattributed_idle_us"]
+    assert abs(gpu - s["gpu_busy_us"]) <= 0.001 * (len(lines) + 2)
+    assert abs(idle - s["gpu_idle_us"]) <= 0.001 * (len(lines) + 2)
+    for line in lines:
+        where = (line["file"], line["line"])
+        assert near(sum(line["idle_by_cause_us"].values()), line["idle_us"], 6), where
+        total = line["gpu_us"] + line["idle_us"]
+        assert near(sum(line["time_by_regime_us"].values()), total, 6), where

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from brrr_trace.analyzers.attribution import Locator, OpAttribution
+from brrr_trace.analyzers.collectives import Collectives
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import GPU_MEMCPY, Trace
@@ -85,7 +86,11 @@ class Timeline:
 
 
 def build_timeline(
-    trace: Trace, ops: OpAttribution, locator: Locator, options: AnalysisOptions
+    trace: Trace,
+    ops: OpAttribution,
+    locator: Locator,
+    options: AnalysisOptions,
+    collectives: Collectives | None = None,
 ) -> Timeline:
     gpu = trace.gpu
     exclusive = np.zeros(len(gpu), dtype=np.int64)
@@ -94,6 +99,7 @@ def build_timeline(
     waits: dict[int, set[int]] = {}
     sync_gaps: dict[int, int] = {}
     sync = _sync_calls(trace, ops)
+    waits_in = _host_collectives(collectives)
     devices = []
     for device in np.unique(gpu.device).tolist():
         rows = np.flatnonzero(gpu.device == device)
@@ -106,7 +112,7 @@ def build_timeline(
         gap_start, gap_end = before[is_gap], start[is_gap]
         cause = _classify(
             trace, ops, locator, options, sync, gap_start, gap_end, gap_rows, charges, profiler,
-            waits, sync_gaps,
+            waits, sync_gaps, waits_in,
         )  # fmt: skip
         devices.append(
             DeviceTimeline(
@@ -149,6 +155,60 @@ class _SyncCalls:
     row: np.ndarray  # host call rows
 
 
+@dataclass(frozen=True)
+class _HostCollectives:
+    """Collectives the host carries out itself (no GPU kernel: gloo, CPU). The GPU waits for one
+    while the thread that would launch its next work sits in the call, or until the copies of
+    its result that its run launched (gloo's worker thread) arrive."""
+
+    thread: np.ndarray  # the issuing thread
+    start: np.ndarray  # the issuing op
+    end: np.ndarray
+    line: np.ndarray  # the line each is charged to, NONE
+    returned_by: dict[int, int]  # GPU row a run launched -> its call
+
+
+def _host_collectives(found: Collectives | None) -> _HostCollectives:
+    rows: list[tuple[int, int, int, int]] = []
+    returned_by: dict[int, int] = {}
+    if found is not None:
+        for k in range(len(found.calls)):
+            if found.kernels[k]:
+                continue
+            thread, start, end = found.windows[k][0]
+            rows.append((thread, start, end, found.line_id[k]))
+            for row in found.returned[k]:
+                returned_by[row] = len(rows) - 1
+    table = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    return _HostCollectives(table[:, 0], table[:, 1], table[:, 2], table[:, 3], returned_by)
+
+
+def _in_collective(
+    found: _HostCollectives, thread: np.ndarray, g0: np.ndarray, g1: np.ndarray, tol: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each gap: the host collective its next op's launching thread sat in when the gap
+    began or for at least half of it (NONE), and how long of the gap it sat there."""
+    call = np.full(len(g0), NONE, dtype=np.int64)
+    inside = np.zeros(len(g0), dtype=np.int64)
+    for k, (h, a, b) in enumerate(
+        zip(found.thread.tolist(), found.start.tolist(), found.end.tolist(), strict=True)
+    ):
+        # Gaps are disjoint and in order: those meeting [a - tol, b) are one run of them.
+        lo = int(np.searchsorted(g1, a - tol, side="right"))
+        hi = int(np.searchsorted(g0, b, side="left"))
+        if hi <= lo:
+            continue
+        at = slice(lo, hi)
+        ns = np.minimum(g1[at], b) - np.maximum(g0[at], a)
+        began = (g0[at] + tol >= a) & (g0[at] < b)
+        hit = (call[at] == NONE) & (thread[at] == h) & (began | (2 * ns >= g1[at] - g0[at]))
+        hit &= ns > 0
+        where = lo + np.flatnonzero(hit)
+        call[where] = k
+        inside[where] = ns[hit]
+    return call, inside
+
+
 def _sync_calls(trace: Trace, ops: OpAttribution) -> _SyncCalls:
     host = trace.host_calls
     is_sync_name = np.array([s in _SYNC_CALLS for s in trace.strings], dtype=bool)
@@ -178,6 +238,7 @@ def _classify(
     profiler: dict[tuple[int, IdleCause], int],
     waits: dict[int, set[int]],
     sync_gaps: dict[int, int],
+    in_collective: _HostCollectives,
 ) -> np.ndarray:
     host = trace.host_calls
     n = len(g0)
@@ -213,8 +274,27 @@ def _classify(
 
     profiler_cost = locator.profiler_cost_between
 
+    # collective: the thread that launches the GPU's next work sat in a collective of its own
+    # (gloo) when the queue ran dry, or the work the GPU waited for is the collective's result
+    # (gloo's worker copies it back). The call's line owns the gap while the host was in it; for
+    # the rest, the line whose launch ends the gap (the result's copy: the call's line too).
+    call, inside = _in_collective(in_collective, thread, g0, g1, tol)
+    if in_collective.returned_by:
+        for gap in np.flatnonzero(call == NONE).tolist():
+            call[gap] = in_collective.returned_by.get(int(next_rows[gap]), NONE)
+    is_collective = call != NONE
+    cause[is_collective] = _CAUSE_CODE[IdleCause.COLLECTIVE]
+    if is_collective.any():
+        length = (g1 - g0)[is_collective]
+        owner = in_collective.line[call[is_collective]]
+        ended_by = ops.line[next_rows[is_collective]]
+        ended_by = np.where(ended_by != NONE, ended_by, owner)
+        charge_many(owner, inside[is_collective], IdleCause.COLLECTIVE)
+        charge_many(ended_by, length - inside[is_collective], IdleCause.COLLECTIVE)
+
     # sync: the host sat in a blocking call when the queue ran dry.
     sync_row = _sync_before(sync, g0, tol)
+    sync_row[is_collective] = NONE
     is_sync = sync_row != NONE
     cause[is_sync] = _CAUSE_CODE[IdleCause.SYNC]
     if is_sync.any():
@@ -243,7 +323,7 @@ def _classify(
             waits.setdefault(line, set()).add(row)
             sync_gaps[line] = sync_gaps.get(line, 0) + gap
 
-    undecided = ~is_sync
+    undecided = ~is_sync & ~is_collective
     # dataloader: the launching thread was inside DataLoader.__next__ for most of the gap.
     if len(locator.dataloader_rows):
         for k in np.flatnonzero(undecided & known).tolist():
