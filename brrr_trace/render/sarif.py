@@ -188,8 +188,10 @@ def _finding_result(
     saving = f"~{units.duration(finding.est_savings_ns)}" + (
         f" ({units.duration(per_step)} a step)" if per_step is not None else ""
     )
+    said = finding.message[:1].upper() + finding.message[1:]
     message = (
-        f"{plain_text(finding.message)}. Fix: {plain_text(finding.fix)}. Estimated saving {saving}."
+        f"{plain_text(said.rstrip('.'))}. Fix: {plain_text(finding.fix.rstrip('.'))}. "
+        f"Estimated saving {saving}."
     )
     return _result(
         finding.rule,
