@@ -118,6 +118,8 @@ class _Place:
     line: int
 
     def location(self) -> dict[str, Any] | None:
+        if self.line < 1:  # an op row (no Python frame): nothing in the code to point at
+            return None
         if self.relative is not None:
             artifact: dict[str, Any] = {"uri": quote(self.relative), "uriBaseId": SRCROOT}
         elif self.trace_file and not self.trace_file.startswith("<"):
@@ -125,10 +127,9 @@ class _Place:
             artifact = {"uri": Path(path).as_uri() if path.startswith("/") else quote(path)}
         else:
             return None
-        physical: dict[str, Any] = {"artifactLocation": artifact}
-        if self.line >= 1:
-            physical["region"] = {"startLine": self.line}
-        return {"physicalLocation": physical}
+        return {
+            "physicalLocation": {"artifactLocation": artifact, "region": {"startLine": self.line}}
+        }
 
     def source_text(self, max_bytes: int) -> str | None:
         if self.local is None or self.line < 1:
