@@ -153,3 +153,16 @@ def test_progress_on_a_terminal_for_any_file_and_never_elsewhere(
         progress(10, 100)
         analyze(small)
     assert not bar._timer.is_alive()
+
+
+def test_escaped_names_are_measured_as_shown(tmp_path: Path) -> None:
+    """A name full of controls is wider once escaped (\\x1b is four cells): the table is laid
+    out for the escaped text, so the numbers still fit."""
+    from tests.test_hostile_text import hostile_trace
+
+    report = analyze(hostile_trace(tmp_path / "t.json"))
+    out = render_text.render(report, color=False, width=80)
+    table = out[out.index("Lines by time") : out.index("\n(def): ")]
+    assert all(len(line.rstrip()) <= 80 for line in table.splitlines())
+    (row,) = [line for line in table.splitlines() if re.match(r"1  ", line)]
+    assert re.search(r"memory  50\.0 µs  100\.0%  50\.0 µs  0 ns +1$", row.rstrip()), row

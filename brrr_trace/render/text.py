@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+from rich.cells import cell_len
 from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.table import Table
@@ -62,20 +63,31 @@ def shorten(place: str, rest: str, limit: int) -> str:
     ``limit`` characters: leading folders go first (``…/b/c.py:12 fn``), then the end of the
     function name (``fn…``), last the start of the file name. A number is never cut."""
     text = place + rest
-    if len(text) <= limit:
+    if cell_len(text) <= limit:
         return text
     parts = place.split("/")
     for first in range(1, len(parts)):
         candidate = "…/" + "/".join(parts[first:]) + rest
-        if len(candidate) <= limit:
+        if cell_len(candidate) <= limit:
             return candidate
     short = "…/" + parts[-1] if len(parts) > 1 else place
-    room = limit - len(short) - 2  # the space before the function and the "…" after it
+    room = limit - cell_len(short) - 2  # the space before the function and the "…" after it
     if rest.strip() and room >= 3:
-        return short + " " + rest.strip()[:room] + "…"
-    if len(short) <= limit:
+        return short + " " + _cut(rest.strip(), room) + "…"
+    if cell_len(short) <= limit:
         return short
-    return "…" + short[len(short) - limit + 1 :]
+    return "…" + _cut(short[::-1], limit - 1)[::-1]
+
+
+def _cut(text: str, cells: int) -> str:
+    """The start of ``text`` that fits in ``cells`` terminal cells."""
+    out, used = [], 0
+    for char in text:
+        used += cell_len(char)
+        if used > cells:
+            break
+        out.append(char)
+    return "".join(out)
 
 
 def _fit_label(widths: list[int], longest_label: int, width: int) -> tuple[int, int | None]:
@@ -92,7 +104,7 @@ def _fit_label(widths: list[int], longest_label: int, width: int) -> tuple[int, 
 
 
 def _cell_width(header: str, cells: list[str]) -> int:
-    return max([len(header)] + [len(cell) for cell in cells])
+    return max([cell_len(header)] + [cell_len(cell) for cell in cells])
 
 
 def render(report: Report, top: int = 20, color: bool = True, width: int = 130) -> str:
@@ -203,7 +215,7 @@ def _cpu_lines_table(console: Console, report: Report, top: int) -> None:
     widths = [_cell_width(h, [row[i] for row in rows]) for i, h in enumerate(headers)]
     labels = [_line_parts(line) for line in shown]
     room = console.width - sum(widths) - _GAP * len(widths)
-    longest = max([len("line")] + [len(place + rest) for place, rest in labels])
+    longest = max([len("line")] + [cell_len(place + rest) for place, rest in labels])
     label_width = max(_MIN_LABEL, min(longest, room))
     table = _table("Lines by CPU time", report, top)
     table.add_column("#", justify="right", no_wrap=True, min_width=widths[0])
@@ -217,8 +229,11 @@ def _cpu_lines_table(console: Console, report: Report, top: int) -> None:
 
 
 def _line_parts(line: LineReport) -> tuple[str, str]:
-    """A line's label as (place, `` function``), for ``shorten``."""
-    return _line_label(line), f" {line.function}{_MARKER[line.precision]}"
+    """A line's label as (place, `` function``), neutralised (as it is shown, escapes and all:
+    that is the width it takes), for ``shorten``."""
+    return terminal_safe(_line_label(line)), terminal_safe(
+        f" {line.function}{_MARKER[line.precision]}"
+    )
 
 
 def _lines_table(console: Console, report: Report, top: int) -> None:
@@ -240,7 +255,7 @@ def _lines_table(console: Console, report: Report, top: int) -> None:
     headers = ["#", "regime", "total", "share", "GPU", "idle", "kernels"]
     widths = [_cell_width(h, [row[i] for row in rows]) for i, h in enumerate(headers)]
     labels = [_line_parts(line) for line in shown]
-    longest = max([len("line")] + [len(place + rest) for place, rest in labels])
+    longest = max([len("line")] + [cell_len(place + rest) for place, rest in labels])
     # Too narrow for every number: the split of the total goes before any number is cut.
     keep = list(range(len(headers)))
     for optional in (6, 3, 4, 5):  # kernels, share, GPU, idle
@@ -347,7 +362,9 @@ def render_diff(diff: Diff, top: int = 20, color: bool = True, width: int = 130)
     widths = [
         _cell_width(name, [row[i] for row in rows]) for i, (name, _) in enumerate(columns[1:-1])
     ]
-    longest = max([len("line")] + [len(f"{c.file}:{c.line} {c.function}") for c in shown])
+    longest = max(
+        [len("line")] + [cell_len(terminal_safe(f"{c.file}:{c.line} {c.function}")) for c in shown]
+    )
     label_width, verdict_width = _fit_label(widths, longest, console.width)
     table.add_column("line", no_wrap=True, overflow="fold")
     for (name, justify), width in zip(columns[1:-1], widths, strict=True):
@@ -355,7 +372,8 @@ def render_diff(diff: Diff, top: int = 20, color: bool = True, width: int = 130)
     if verdict_width is not None:
         table.add_column("batch-size test", overflow="fold", max_width=verdict_width)
     for c, row in zip(shown, rows, strict=True):
-        label = _plain(shorten(f"{c.file}:{c.line}", f" {c.function}", label_width))
+        place, rest = terminal_safe(f"{c.file}:{c.line}"), terminal_safe(f" {c.function}")
+        label = _plain(shorten(place, rest, label_width))
         verdict = c.verdict or c.why_no_verdict or ""
         if verdict_width is None and verdict:
             label.append("\n" + terminal_safe(verdict), style="dim")
