@@ -166,3 +166,11 @@ def test_escaped_names_are_measured_as_shown(tmp_path: Path) -> None:
     assert all(len(line.rstrip()) <= 80 for line in table.splitlines())
     (row,) = [line for line in table.splitlines() if re.match(r"1  ", line)]
     assert re.search(r"memory  50\.0 µs  100\.0%  50\.0 µs  0 ns +1$", row.rstrip()), row
+
+
+def test_the_width_is_the_terminals_and_130_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "72")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False, raising=False)
+    assert cli._width() == 130  # a file or a pipe: COLUMNS is the test runner's, not ours
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
+    assert cli._width() == 72
