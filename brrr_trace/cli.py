@@ -53,7 +53,13 @@ def _parser() -> argparse.ArgumentParser:
         help="trace files (.json, .json.gz) or folders; default: the traces in the current "
         "folder, else a bundled sample",
     )
-    analyze.add_argument("--format", choices=("text", "json"), default="text")
+    analyze.add_argument(
+        "--format",
+        choices=("text", "json", "html"),
+        default="text",
+        help="html: one self-contained page to share (summary, timeline, lines with their "
+        "source, findings); use it with -o",
+    )
     analyze.add_argument("-o", "--output", help="write the report to this file")
     analyze.add_argument("--top", type=_count(1), default=20, help="lines to show (text format)")
     analyze.add_argument(
@@ -197,6 +203,11 @@ def _analyze(args: argparse.Namespace) -> int:
         traces, used_sample = _default_traces()
     for trace in traces:
         _check_input(trace)
+    if args.format == "html" and len(traces) > 1:
+        raise BrrrError(
+            f"--format html writes one page for one trace, and {len(traces)} were given; "
+            "run it once per trace (a folder of rank traces counts as one)."
+        )
     # The bundled sample was recorded from workloads.py, shipped beside it: its lines resolve.
     source_root = args.source_root or (str(sample_trace().parent) if used_sample else None)
     options = AnalysisOptions(
@@ -213,7 +224,11 @@ def _analyze(args: argparse.Namespace) -> int:
         for trace in traces:
             with _progress(trace) as progress:
                 reports.append(analyze(trace, options, progress))
-        if args.format == "json":
+        if args.format == "html":
+            from brrr_trace.render import html as render_html
+
+            out = render_html.render(reports[0], options.max_source_bytes)
+        elif args.format == "json":
             if len(reports) == 1:
                 out = render_json.render(reports[0])
             else:

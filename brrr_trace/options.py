@@ -84,6 +84,10 @@ class AnalysisOptions:
     # A source file larger than this is not read (its lines stay at def-line precision): the
     # largest hand-written Python files are a few hundred KB, and a trace may name any file.
     max_source_bytes: int = 4 << 20
+    # Segments per device in the drawn timeline (the HTML report): beyond it, runs of short
+    # kernels and gaps merge (analyzers/timeline_view.py). A canvas draws 20 k rectangles in a
+    # frame; the report's page stays a few MB.
+    timeline_segments: int = 20_000
     excluded_files: tuple[str, ...] = DEFAULT_EXCLUDED_FILES
     included_files: tuple[str, ...] = ()
     source_root: str | None = None

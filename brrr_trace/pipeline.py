@@ -18,8 +18,9 @@ from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.regimes import REGIMES, OpClasses, classify_ops, line_costs
 from brrr_trace.analyzers.rules import RawFinding, RuleContext
 from brrr_trace.analyzers.rules import find as find_findings
-from brrr_trace.analyzers.steps import measure_steps
+from brrr_trace.analyzers.steps import measure_steps, profiler_steps
 from brrr_trace.analyzers.timeline import build_timeline
+from brrr_trace.analyzers.timeline_view import timeline_view
 from brrr_trace.errors import NotATraceError
 from brrr_trace.hardware.devices import match_device
 from brrr_trace.hardware.peaks import GpuPeak
@@ -260,6 +261,15 @@ def analyze_loaded(
         + _source_problems({**mapper.refused, **locator.skipped_sources}, options),
         notes=tuple(notes),
         steps=steps,
+        timeline=timeline_view(
+            trace,
+            ops,
+            timeline,
+            locator.lines,
+            mapper,
+            options.timeline_segments,
+            profiler_steps(trace) if steps is not None else (),
+        ),
     )
 
 
