@@ -24,9 +24,13 @@ class AnalyzedReport(Report):
     shown as HTML."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON report as Python values: what ``json.loads(report.to_json())`` gives."""
+        import msgspec
+
         from brrr_trace.render.json import to_dict
 
-        return to_dict(self)
+        doc: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(to_dict(self)))
+        return doc
 
     def to_json(self) -> str:
         from brrr_trace.render.json import render

@@ -256,7 +256,8 @@ def _step_windows(
 
 def _covered(start: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """For each window [lo, hi): how much of it the disjoint, sorted intervals cover."""
-    return _covered_until(start, end, hi) - _covered_until(start, end, lo)
+    covered: np.ndarray = _covered_until(start, end, hi) - _covered_until(start, end, lo)
+    return covered
 
 
 def _covered_until(start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -268,4 +269,5 @@ def _covered_until(start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndar
     has = i > 0
     j = i[has] - 1
     inside[has] = np.minimum(t[has], end[j]) - start[j]
-    return before[np.maximum(i - 1, 0)] * has + inside
+    covered: np.ndarray = before[np.maximum(i - 1, 0)] * has + inside
+    return covered

@@ -114,8 +114,7 @@ def timeline_data(view: TimelineView) -> dict[str, Any]:
             for d in view.devices
         ],
         "steps": [
-            {"start_ns": s.start_ns, "end_ns": s.end_ns, "busy_ns": s.busy_ns}
-            for s in view.steps
+            {"start_ns": s.start_ns, "end_ns": s.end_ns, "busy_ns": s.busy_ns} for s in view.steps
         ],
     }
 
@@ -253,7 +252,9 @@ def _timeline_section(report: Report) -> str:
                 "dominant line); every segment longer than the merge resolution is drawn whole."
             )
         else:
-            notes.append(f"GPU {_t(d.device)}: {d.ops:,} kernel pieces and {d.gaps:,} gaps, all drawn.")
+            notes.append(
+                f"GPU {_t(d.device)}: {d.ops:,} kernel pieces and {d.gaps:,} gaps, all drawn."
+            )
     return (
         '<section id="timeline-section"><h2>Timeline</h2>'
         "<p class='brrr-sub'>Per device: each kernel's exclusive share of the busy time (where "
@@ -349,7 +350,9 @@ def _evidence(line: LineReport) -> str:
     if idle:
         parts.append("idle: " + ", ".join(idle))
     if line.kernels:
-        parts.append(f"{line.kernels:,} kernels, mean {units.duration(line.gpu_ns // line.kernels)}")
+        parts.append(
+            f"{line.kernels:,} kernels, mean {units.duration(line.gpu_ns // line.kernels)}"
+        )
     return _t(" · ".join(parts))
 
 
@@ -380,12 +383,13 @@ def _lines_section(report: Report, sources: _Sources) -> str:
         )
         regime = str(line.regime) if line.regime is not None else "–"
         path_attr = f' data-path="{_t(line.path)}"' if line.path else ""
+        label = _t(_line_label(line.file, line.line, line.precision))
         rows.append(
             f'<tr class="brrr-line" id="line-{rank}" data-file="{_t(line.file)}" '
             f'data-line="{line.line}"{path_attr} data-total-us="{round(line.total_ns / 1000, 3)}">'
             f"<td class='num'>{rank}</td>"
-            f"<td><span class='brrr-mono brrr-key'>{_t(_line_label(line.file, line.line, line.precision))}"
-            f"</span><br><span class='brrr-sub'>{_t(line.function)} · {_t(line.precision)}</span>"
+            f"<td><span class='brrr-mono brrr-key'>{label}</span>"
+            f"<br><span class='brrr-sub'>{_t(line.function)} · {_t(line.precision)}</span>"
             f"{details}</td>"
             f"<td class='brrr-regime-{_t(regime)}'>{_t(regime)}</td>"
             f"<td class='num'>{_d(line.gpu_ns)}</td><td class='num'>{_d(line.idle_ns)}</td>"
@@ -395,8 +399,7 @@ def _lines_section(report: Report, sources: _Sources) -> str:
         )
     hidden = len(report.lines) - _TABLE_ROWS
     tail = (
-        f"<p class='brrr-sub'>{hidden:,} more lines are in the JSON report "
-        "(--format json).</p>"
+        f"<p class='brrr-sub'>{hidden:,} more lines are in the JSON report (--format json).</p>"
         if hidden > 0
         else ""
     )
@@ -464,7 +467,11 @@ def _finding(f: Finding, index: int) -> str:
         f"{_t(f.function)}{' (lines ' + _t(covers) + ')' if covers else ''}</p>"
         f"<p>{_t(f.message)}</p><p><b>Fix:</b> {_t(f.fix)}</p>"
         f"<p><b>Saves</b> about {_d(f.est_savings_ns)}{per_step}</p>"
-        + (f"<details><summary>evidence</summary><table>{evidence}</table></details>" if evidence else "")
+        + (
+            f"<details><summary>evidence</summary><table>{evidence}</table></details>"
+            if evidence
+            else ""
+        )
         + f"<p class='brrr-sub'>{_t(f.doc)}</p></div>"
     )
 
@@ -550,7 +557,8 @@ def _notes_section(report: Report) -> str:
             "<table><thead><tr><th>problem</th><th class='num'>count</th><th>detail</th></tr>"
             "</thead><tbody>"
             + "".join(
-                f"<tr><td>{_t(p.kind)}</td><td class='num'>{p.count:,}</td><td>{_t(p.detail)}</td></tr>"
+                f"<tr><td>{_t(p.kind)}</td><td class='num'>{p.count:,}</td>"
+                f"<td>{_t(p.detail)}</td></tr>"
                 for p in report.problems
             )
             + "</tbody></table>"

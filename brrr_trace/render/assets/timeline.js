@@ -160,7 +160,7 @@
     var devices = this.data.devices;
     var ratio = window.devicePixelRatio || 1;
     var cssWidth = Math.max(200, this.root.clientWidth || 800);
-    var cssHeight = AXIS + LANE * Math.max(1, devices.length) + 6;
+    var cssHeight = AXIS + LANE * Math.max(1, devices.length) + ((this.data.steps || []).length ? 16 : 4);
     this.canvas.width = Math.round(cssWidth * ratio);
     this.canvas.height = Math.round(cssHeight * ratio);
     this.canvas.style.width = cssWidth + "px";
@@ -218,14 +218,16 @@
     g.lineWidth = 1;
     for (var k = 0; k < steps.length; k++) {
       var sx = (steps[k].start_ns - v0) * per;
-      if (sx >= 0 && sx <= cssWidth) {
+      var ex = (steps[k].end_ns - v0) * per;
+      if (ex < 0 || sx > cssWidth) continue;
+      if (sx >= 0) {
         g.beginPath();
         g.moveTo(sx + 0.5, AXIS - 4);
         g.lineTo(sx + 0.5, cssHeight);
         g.stroke();
-        g.fillStyle = "#333";
-        g.fillText("step " + (k + 1), sx + 3, AXIS + LANE * devices.length + 2);
       }
+      g.fillStyle = "#333";
+      g.fillText("step " + (k + 1), Math.max(sx, 0) + 3, AXIS + LANE * devices.length + 10);
     }
     this.root.setAttribute("data-drawn", String(devices.reduce(function (n, dv) { return n + dv.start.length; }, 0)));
     this.range.textContent = duration(this.view0) + " – " + duration(this.view1) + " (" + duration(this.view1 - this.view0) + " shown)";
@@ -297,6 +299,11 @@
         }
       }
     }
+    var segments = 0;
+    this.data.devices.forEach(function (dev) {
+      dev.place.forEach(function (p) { if (this.marked[p]) segments++; }, this);
+    }, this);
+    this.root.setAttribute("data-highlighted", String(segments));
     this.draw();
     return count;
   };
