@@ -5,6 +5,7 @@ DOM after the scripts ran) and skip where there is none; client/e2e/ci.sh instal
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import re
@@ -378,3 +379,33 @@ def test_the_timeline_fragment_talks_to_a_webview(tmp_path: Path) -> None:
     assert (sent["type"], sent["path"], sent["line"]) == ("reveal", place.path, place.line)
     assert place.path is not None and place.path.endswith("gpt.py")
     assert body["data-highlighted"] == str(marked) and marked > 1
+
+
+def test_ranks_and_fields_added_later_are_shown(tmp_path: Path) -> None:
+    events = [frame("train.py(1): f", 0.0, 30.0), launch(1.0, 1), kernel("k", 5.0, 20.0, 1)]
+    for rank in (0, 1):
+        write(tmp_path / f"r{rank}.pt.trace.json", events, distributedInfo={"rank": rank})
+    report = analyze(tmp_path)
+    page = render_html.render(report)
+    assert "<p>Ranks of the traces: 0, 1. This page covers one" in page
+    assert "this report covers rank 0 (choose another with --rank)." in page
+    # A report with a field this page does not know (cross-rank results, say) shows it whole,
+    # escaped, rather than failing or dropping it.
+
+    @dataclasses.dataclass(frozen=True)
+    class Skew:
+        rank: int
+        wait_ns: int
+        note: str
+
+    @dataclasses.dataclass(frozen=True, repr=False)
+    class Newer(Report):
+        rank_skew: tuple[Skew, ...] = ()
+
+    newer = Newer(**report.__dict__, rank_skew=(Skew(1, 2_500_000, "<b>late</b>"),))
+    page = render_html.render(newer)
+    assert (
+        "<h3>rank_skew</h3><ol><li><table><tbody><tr><th>rank</th><td>1</td></tr>"
+        "<tr><th>wait_ns</th><td>2.5 ms</td></tr>"
+        "<tr><th>note</th><td>&lt;b&gt;late&lt;/b&gt;</td></tr></tbody></table></li></ol>"
+    ) in page

@@ -67,19 +67,25 @@ def test_every_kernel_and_gap_within_the_budget(tmp_path: Path) -> None:
     assert not dev.merged
 
 
-def test_beyond_the_budget_everything_merges_into_what_dominates(tmp_path: Path) -> None:
+def test_beyond_the_budget_short_pieces_merge_into_what_dominates(tmp_path: Path) -> None:
     options = AnalysisOptions(timeline_segments=3)
     (dev,) = analyze(sync_step(tmp_path), options).timeline.devices  # type: ignore[union-attr]
-    # 4 segments > 3: the merge resolution (405 µs × 3) is longer than the span, so one segment,
-    # shown on the forward line (200 µs of GEMM against update's 50 + 135 µs), the GEMM's name
-    # and the sync cause.
-    assert rows(dev) == [("mixed", 0, 405_000, 270_000, 3, 1, 0, 0, "sync")]
+    # 4 pieces > 3. The finest merge resolution that fits (halved from 3 × 405 µs while 3
+    # segments are enough) is 152 µs: the 200 µs GEMM stays whole, the add and the sync gap
+    # after it share a bucket and merge (shown on the line of its longest piece, the gap: update; the add's name, the sync
+    # cause), the last add starts the next bucket.
+    assert rows(dev) == [
+        ("kernel", 0, 200_000, 200_000, 1, 0, 0, 0, ""),
+        ("mixed", 200_000, 385_000, 50_000, 1, 1, 1, 1, "sync"),
+        ("kernel", 385_000, 405_000, 20_000, 1, 0, 2, 1, ""),
+    ]
     assert dev.merged
 
 
 def test_short_runs_merge_around_a_long_gap_that_stays_whole(tmp_path: Path) -> None:
     # Ten 1 µs kernels 1 µs apart (all launched at once: launch gaps), a 100 µs host gap while
-    # line 6 runs Python, ten more kernels: 39 segments, a budget of 9.
+    # line 6 runs Python, ten more kernels: 39 segments, a budget of 3 (the finest resolution
+    # that fits is 51.75 µs: the gap is longer, each run shorter).
     events = [frame("train.py(5): a", 0.0, 19.2), frame("train.py(6): b", 19.5, 121.0)]
     for k in range(10):
         events += [launch(0.1 * k, k + 1, dur=0.05), kernel(ADD, 2.0 * k, 1.0, k + 1)]
@@ -88,7 +94,7 @@ def test_short_runs_merge_around_a_long_gap_that_stays_whole(tmp_path: Path) -> 
             kernel(ADD, 119.0 + 2.0 * k, 1.0, k + 11),
         ]
     path = write(tmp_path / "t.json", events)
-    (dev,) = analyze(path, AnalysisOptions(timeline_segments=9)).timeline.devices  # type: ignore[union-attr]
+    (dev,) = analyze(path, AnalysisOptions(timeline_segments=3)).timeline.devices  # type: ignore[union-attr]
     assert rows(dev) == [
         ("mixed", 0, 19_000, 10_000, 10, 9, 0, 0, "launch"),
         ("gap", 19_000, 119_000, 0, 0, 1, 1, -1, "host"),

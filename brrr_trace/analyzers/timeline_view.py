@@ -5,7 +5,8 @@ report should not carry them. Here each device's span becomes at most ``budget``
 tile it exactly, in time order: a *kernel* (an op's exclusive piece of the busy time, so that
 overlapping streams never draw twice), a *gap* (idle, with its cause and the line it is shown
 on), or, beyond the budget, a *mixed* segment: a run of short kernels and gaps merged into one,
-which keeps its busy time, its op and gap counts and its dominant line, kernel and idle cause.
+which keeps its busy time and its op and gap counts, and is shown on the line of its longest
+piece, with the name of its longest kernel and the cause of its longest gap.
 Segments longer than the merge resolution are never merged, so every long gap stays visible.
 """
 
@@ -26,6 +27,7 @@ KERNEL = "kernel"
 GAP = "gap"
 MIXED = "mixed"
 KINDS = (KERNEL, GAP, MIXED)
+_REFINE_STEPS = 6  # halvings of the merge resolution tried when the first one leaves room
 _NAME_CHARS = 500  # a drawn name is a label, not the record: templated names run to 5 k chars
 
 
@@ -56,7 +58,7 @@ class DeviceSegments:
     seg_gaps: tuple[int, ...]  # gaps merged in (1 for a gap)
     seg_place: tuple[int, ...]  # index into TimelineView.places, -1: no line
     seg_name: tuple[int, ...]  # index into TimelineView.names (the longest kernel), -1: none
-    seg_cause: tuple[str, ...]  # the (dominant) idle cause, "" where there is no idle
+    seg_cause: tuple[str, ...]  # the idle cause (of the longest gap), "" where there is no idle
 
     @property
     def merged(self) -> bool:
@@ -161,29 +163,40 @@ def _segments(
     n = len(p.start)
     length = p.end - p.start
     if n <= budget:
-        group = np.arange(n)
+        starts_group = np.ones(n, dtype=bool)
     else:
         # Pieces at least `resolution` long stay whole (at most budget/3 of them); the short
         # ones merge with their neighbours inside one bucket of that width (budget/3 buckets),
-        # each run cut at most once more by a whole piece: budget segments at most.
+        # each run cut at most once more by a whole piece: budget segments at most. Real
+        # timelines are uneven, so a finer resolution usually fits as well: halve it while
+        # it does.
+        offset = p.start - dev.first_ns
         resolution = -(-max(1, dev.span_ns) * 3 // (budget - 2))
-        whole = length >= resolution
-        bucket = (p.start - dev.first_ns) // resolution
-        starts_group = np.ones(n, dtype=bool)
-        starts_group[1:] = whole[1:] | whole[:-1] | (bucket[1:] != bucket[:-1])
-        group = np.cumsum(starts_group) - 1
-    count = int(group[-1]) + 1 if n else 0
+        starts_group = _group_starts(offset, length, resolution)
+        for _ in range(_REFINE_STEPS):
+            if resolution < 2:
+                break
+            finer = _group_starts(offset, length, resolution // 2)
+            if int(finer.sum()) > budget:
+                break
+            resolution, starts_group = resolution // 2, finer
+    group = np.cumsum(starts_group) - 1
+    first = np.flatnonzero(starts_group)
+    count = len(first)
+    last = np.r_[first[1:] - 1, n - 1] if n else np.zeros(0, dtype=np.int64)
     busy_len = np.where(p.is_gap, 0, length)
     idle_len = np.where(p.is_gap, length, 0)
-    first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if n else np.zeros(0, int)
-    last = np.r_[first[1:] - 1, n - 1] if n else np.zeros(0, int)
-    n_ops = np.bincount(group, weights=~p.is_gap, minlength=count).astype(np.int64)
-    n_gaps = np.bincount(group, weights=p.is_gap, minlength=count).astype(np.int64)
-    busy = np.bincount(group, weights=busy_len, minlength=count).astype(np.int64)
-    # The line a merged segment is shown on: the one with the most time in it, busy or idle.
-    line = _dominant(group, p.line, length, count)
-    name = _dominant(group, p.name, busy_len, count)
-    cause = _dominant(group, p.cause, idle_len, count)
+    if n:
+        n_gaps = np.add.reduceat(p.is_gap.astype(np.int64), first)
+        n_ops = (last - first + 1) - n_gaps
+        busy = np.add.reduceat(busy_len, first)
+    else:
+        n_gaps = n_ops = busy = np.zeros(0, dtype=np.int64)
+    # A merged segment is shown on the line of its longest piece, kernel or gap, with the name
+    # of its longest kernel and the cause of its longest gap.
+    line = _longest(group, p.line, length, first, count)
+    name = _longest(group, p.name, busy_len, first, count)
+    cause = _longest(group, p.cause, idle_len, first, count)
     kind = np.where(n_ops + n_gaps > 1, 2, np.where(n_gaps > 0, 1, 0))
     return DeviceSegments(
         device=dev.device,
@@ -203,20 +216,31 @@ def _segments(
     )
 
 
-def _dominant(group: np.ndarray, value: np.ndarray, weight: np.ndarray, count: int) -> np.ndarray:
-    """Per group, the value (not NONE) with the most weight in it; NONE where none has any."""
+def _group_starts(start: np.ndarray, length: np.ndarray, resolution: int) -> np.ndarray:
+    """Where a segment starts: at each whole piece, after it, and where a bucket of the
+    resolution begins."""
+    whole = length >= resolution
+    bucket = start // resolution
+    starts = np.ones(len(start), dtype=bool)
+    starts[1:] = whole[1:] | whole[:-1] | (bucket[1:] != bucket[:-1])
+    return starts
+
+
+def _longest(
+    group: np.ndarray, value: np.ndarray, weight: np.ndarray, first: np.ndarray, count: int
+) -> np.ndarray:
+    """Per group, the value of its longest piece that has one (the first of equals); NONE where
+    no piece has weight. Linear: a trace of millions of pieces merges without a sort."""
     out = np.full(count, NONE, dtype=np.int64)
-    ok = (value != NONE) & (weight > 0)
-    if not ok.any():
+    w = np.where(value != NONE, weight, 0)
+    if not len(w):
         return out
-    g, v, w = group[ok], value[ok], weight[ok]
-    pairs, inverse = np.unique(np.stack((g, v)), axis=1, return_inverse=True)
-    sums = np.bincount(inverse.ravel(), weights=w)
-    # Largest sum first within each group; ties go to the smaller value, so the choice is stable.
-    order = np.lexsort((pairs[1], -sums, pairs[0]))
-    groups = pairs[0][order]
-    best = order[np.r_[True, groups[1:] != groups[:-1]]]
-    out[pairs[0][best]] = pairs[1][best]
+    most = np.maximum.reduceat(w, first)
+    at = np.flatnonzero((w == most[group]) & (w > 0))
+    if not len(at):
+        return out
+    lead = at[np.r_[True, group[at][1:] != group[at][:-1]]]
+    out[group[lead]] = value[lead]
     return out
 
 

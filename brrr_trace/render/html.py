@@ -223,16 +223,17 @@ def _summary(report: Report) -> str:
     return (
         '<section id="summary" data-kernels="' + _t(s.kernels) + '"><h2>Summary</h2>'
         f'<div class="brrr-cards">{"".join(cards)}</div>'
-        + (f"<ul>{devices}</ul>" if devices else "")
-        + "<table><tbody>"
-        + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)
-        + "</tbody></table><h3>Idle by cause</h3><table><thead><tr><th>cause</th>"
+        + '<div class="brrr-grid"><div><h3>Idle by cause</h3><table><thead><tr><th>cause</th>'
         "<th class='num'>time</th><th class='num'>of idle</th><th></th></tr></thead><tbody>"
         + idle_rows
-        + "</tbody></table><h3>Time by regime</h3><table><thead><tr><th>regime</th>"
+        + "</tbody></table></div><div><h3>Time by regime</h3><table><thead><tr><th>regime</th>"
         "<th class='num'>time</th><th class='num'>of span</th><th></th></tr></thead><tbody>"
         + regime_rows
-        + "</tbody></table></section>"
+        + "</tbody></table></div></div>"
+        + (f"<ul>{devices}</ul>" if devices else "")
+        + "<dl class='brrr-facts'>"
+        + "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts)
+        + "</dl></section>"
     )
 
 
@@ -249,7 +250,8 @@ def _timeline_section(report: Report) -> str:
                 f"GPU {_t(d.device)}: {d.ops:,} kernel pieces and {d.gaps:,} gaps are more than "
                 f"the {view.budget:,} segments drawn per device, so runs of short ones are "
                 f"merged into {mixed:,} mixed segments (each keeps its busy time, counts and "
-                "dominant line); every segment longer than the merge resolution is drawn whole."
+                "the line of its longest piece); every segment longer than the merge resolution "
+                "is drawn whole."
             )
         else:
             notes.append(
@@ -544,7 +546,10 @@ def _ranks_section(report: Report) -> str:
         return ""
     body = []
     if ranks:
-        body.append(f"<p>Ranks in the trace's folder: {_t(', '.join(map(str, ranks)))}.</p>")
+        body.append(
+            f"<p>Ranks of the traces: {_t(', '.join(map(str, ranks)))}. This page covers one "
+            "of them (the notes say which; --rank chooses another).</p>"
+        )
     for name in sorted(extra, key=lambda n: ("rank" not in n, n)):
         body.append(f"<h3>{_t(name)}</h3>{_generic(getattr(report, name))}")
     return '<section id="ranks"><h2>Ranks and more</h2>' + "".join(body) + "</section>"
