@@ -74,7 +74,7 @@ def analyze(
     if unknown:
         raise TypeError(f"analyze() got unknown option(s) {', '.join(unknown)}")
     settings = AnalysisOptions(
-        source_root=os.fspath(source_root) if source_root is not None else None,
+        source_root=os.path.expanduser(os.fspath(source_root)) if source_root is not None else None,
         device=device,
         rank=rank,
         excluded_files=DEFAULT_EXCLUDED_FILES + tuple(exclude),
