@@ -36,6 +36,7 @@ from brrr_trace.vocabulary import IdleCause, Precision, Regime
 TIMELINE_PROTOCOL_VERSION = 1
 _CONTEXT_LINES = 3  # source lines shown above and below a hot line
 _SNIPPET_LINES = 40  # hot lines that get their source shown
+_OPEN_LINES = 3  # of them, shown open
 _TABLE_ROWS = 300  # lines in the lines table; the JSON report has them all
 _CAUSES = tuple(str(c) for c in IdleCause)
 
@@ -378,8 +379,10 @@ def _lines_section(report: Report, sources: _Sources) -> str:
         evidence = _evidence(line)
         if evidence:
             more.append(f"<p>{evidence}</p>")
+        opened = " open" if rank <= _OPEN_LINES else ""
         details = (
-            f"<details><summary>source, kernels, evidence</summary>{''.join(more)}</details>"
+            f"<details{opened}><summary>source, kernels, evidence</summary>{''.join(more)}"
+            "</details>"
             if any(more)
             else ""
         )
@@ -391,14 +394,16 @@ def _lines_section(report: Report, sources: _Sources) -> str:
             f'data-line="{line.line}"{path_attr} data-total-us="{round(line.total_ns / 1000, 3)}">'
             f"<td class='num'>{rank}</td>"
             f"<td><span class='brrr-mono brrr-key'>{label}</span>"
-            f"<br><span class='brrr-sub'>{_t(line.function)} · {_t(line.precision)}</span>"
-            f"{details}</td>"
+            f"<br><span class='brrr-sub'>{_t(line.function)} · {_t(line.precision)}</span></td>"
             f"<td class='brrr-regime-{_t(regime)}'>{_t(regime)}</td>"
             f"<td class='num'>{_d(line.gpu_ns)}</td><td class='num'>{_d(line.idle_ns)}</td>"
             f"<td class='num'>{_share(line.total_ns, report.trace.span_ns)}</td>"
             f"<td class='num'>{line.kernels:,}</td>"
             f"<td>{_t(', '.join(line.findings))}</td></tr>"
         )
+        if details:
+            # Its own full-width row, so that long kernel names do not squeeze the columns.
+            rows.append(f'<tr class="brrr-more"><td></td><td colspan="7">{details}</td></tr>')
     hidden = len(report.lines) - _TABLE_ROWS
     tail = (
         f"<p class='brrr-sub'>{hidden:,} more lines are in the JSON report (--format json).</p>"
@@ -423,7 +428,8 @@ def _regimes_section(report: Report) -> str:
     span = report.trace.span_ns
     parts = []
     for regime in Regime:
-        mine = [ln for ln in report.lines if ln.regime is regime][:10]
+        timed = [(ln.time_by_regime_ns.get(regime, 0), ln) for ln in report.lines]
+        mine = [ln for ns, ln in sorted(timed, key=lambda t: -t[0]) if ln.regime is regime][:10]
         total = report.summary.time_by_regime_ns.get(regime, 0)
         why = {
             Regime.COMPUTE: "arithmetic intensity at or above the ridge of the ceilings that "
@@ -453,7 +459,8 @@ def _regimes_section(report: Report) -> str:
 
 def _finding(f: Finding, index: int) -> str:
     evidence = "".join(
-        f"<tr><th>{_t(k)}</th><td>{_t(v)}</td></tr>" for k, v in sorted(f.evidence.items())
+        f"<tr><th>{_t(k)}</th><td>{_t(f'{v:,}' if isinstance(v, int) else v)}</td></tr>"
+        for k, v in sorted(f.evidence.items())
     )
     per_step = (
         f", {_d(f.est_savings_per_step_ns)} a step" if f.est_savings_per_step_ns is not None else ""

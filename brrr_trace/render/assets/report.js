@@ -19,8 +19,7 @@
   }
 
   rows("tr.brrr-line").forEach(function (row) {
-    row.addEventListener("click", function (e) {
-      if (e.target && e.target.closest && e.target.closest("summary, pre")) return;
+    row.addEventListener("click", function () {
       rows("tr.brrr-line.brrr-picked").forEach(function (r) { r.classList.remove("brrr-picked"); });
       row.classList.add("brrr-picked");
       send("brrr:highlight", {
@@ -53,7 +52,8 @@
     rows("tr.brrr-revealed").forEach(function (r) { r.classList.remove("brrr-revealed"); });
     if (!found.length) return;
     found[0].classList.add("brrr-revealed");
-    var more = found[0].querySelector("details");
+    var next = found[0].nextElementSibling;
+    var more = next && next.classList.contains("brrr-more") ? next.querySelector("details") : null;
     if (more) more.open = true;
     found[0].scrollIntoView({ block: "center" });
   });
