@@ -69,7 +69,7 @@ def content_security_policy(scripts: Sequence[str], styles: Sequence[str]) -> st
     style_src = " ".join(_sha256(s) for s in styles) or "'none'"
     return (
         f"default-src 'none'; script-src {script_src}; style-src {style_src}; "
-        "img-src data:; base-uri 'none'; form-action 'none'"
+        "base-uri 'none'; form-action 'none'"
     )
 
 
