@@ -72,8 +72,8 @@ def test_beyond_the_budget_short_pieces_merge_into_what_dominates(tmp_path: Path
     (dev,) = analyze(sync_step(tmp_path), options).timeline.devices  # type: ignore[union-attr]
     # 4 pieces > 3. The finest merge resolution that fits (halved from 3 × 405 µs while 3
     # segments are enough) is 152 µs: the 200 µs GEMM stays whole, the add and the sync gap
-    # after it share a bucket and merge (shown on the line of its longest piece, the gap: update; the add's name, the sync
-    # cause), the last add starts the next bucket.
+    # after it share a bucket and merge (on the line of the longest piece, the gap's: update;
+    # the add's name; the sync cause), the last add starts the next bucket.
     assert rows(dev) == [
         ("kernel", 0, 200_000, 200_000, 1, 0, 0, 0, ""),
         ("mixed", 200_000, 385_000, 50_000, 1, 1, 1, 1, "sync"),
