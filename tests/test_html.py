@@ -408,3 +408,31 @@ def test_ranks_and_fields_added_later_are_shown(tmp_path: Path) -> None:
         "<tr><th>wait_ns</th><td>2.5 ms</td></tr>"
         "<tr><th>note</th><td>&lt;b&gt;late&lt;/b&gt;</td></tr></tbody></table></li></ol>"
     ) in page
+
+
+@browser
+def test_the_timeline_framed_reports_to_its_parent(tmp_path: Path) -> None:
+    # Framed without the webview API (a plain iframe, as a webview is underneath): the reveal
+    # goes to the parent window.
+    report = analyze(GPT, AnalysisOptions(source_root=str(REALCODE)))
+    assert report.timeline is not None
+    (tmp_path / "panel.html").write_text(
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>panel</title></head><body>"
+        f"{render_html.timeline_fragment(report.timeline)}"
+        f"<script>{render_html.timeline_script()}</script><script>{HARNESS}</script>"
+        "</body></html>"
+    )
+    parent = tmp_path / "parent.html"
+    parent.write_text(
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>parent</title></head><body>"
+        "<script>window.addEventListener('message', function (e) {"
+        " document.body.setAttribute('data-got', JSON.stringify(e.data)); });</script>"
+        "<iframe src='panel.html' width='1000' height='300'></iframe></body></html>"
+    )
+    (body,) = parse(dump_dom(parent, tmp_path)).where("body")
+    got = json.loads(body["data-got"] or "")
+    assert got["type"] == "reveal" and got["kind"] == "kernel"
+    place = next(
+        p for p in report.timeline.places if (p.file, p.line) == (got["file"], got["line"])
+    )
+    assert got["path"] == place.path and got["function"] == place.function
