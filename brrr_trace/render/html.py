@@ -632,7 +632,8 @@ def render(report: Report, max_source_bytes: int | None = None) -> str:
 _NOTEBOOK_STYLE = (
     ".brrr-nb table{border-collapse:collapse;margin:4px 0}"
     ".brrr-nb th,.brrr-nb td{text-align:left;padding:2px 8px;border-bottom:1px solid #ddd}"
-    ".brrr-nb td.num{text-align:right}.brrr-nb .brrr-mono{font-family:monospace}"
+    ".brrr-nb td{vertical-align:top}.brrr-nb td.num{text-align:right;white-space:nowrap}"
+    ".brrr-nb .brrr-mono{font-family:monospace;white-space:nowrap}"
 )
 
 
