@@ -436,3 +436,42 @@ def test_the_timeline_framed_reports_to_its_parent(tmp_path: Path) -> None:
         p for p in report.timeline.places if (p.file, p.line) == (got["file"], got["line"])
     )
     assert got["path"] == place.path and got["function"] == place.function
+
+
+def test_the_timeline_data_the_script_and_the_editor_read(tmp_path: Path) -> None:
+    # The data of docs/html-report.md, version 1, for test_timeline_view's sync step: what an
+    # editor panel will read, so any change to it shows here.
+    from tests.test_timeline_view import ADD, GEMM, sync_step
+
+    report = analyze(sync_step(tmp_path), AnalysisOptions(source_root=str(tmp_path)))
+    assert report.timeline is not None
+    assert render_html.timeline_data(report.timeline) == {
+        "version": 1,
+        "budget": 20_000,
+        "causes": ["sync", "dataloader", "host", "launch", "other"],
+        "places": [
+            ["train.py", None, 10, "forward"],
+            ["train.py", None, 20, "update"],
+            ["train.py", None, 30, "log"],
+        ],
+        "names": [GEMM, ADD],
+        "devices": [
+            {
+                "device": 0,
+                "span_ns": 405_000,
+                "ops": 3,
+                "gaps": 1,
+                "merged": False,
+                "start": [0, 200_000, 250_000, 385_000],
+                "end": [200_000, 250_000, 385_000, 405_000],
+                "kind": [0, 0, 1, 0],
+                "busy": [200_000, 50_000, 0, 20_000],
+                "ops_in": [1, 1, 0, 1],
+                "gaps_in": [0, 0, 1, 0],
+                "place": [0, 1, 1, 2],
+                "name": [0, 1, -1, 1],
+                "cause": [-1, -1, 0, -1],
+            }
+        ],
+        "steps": [],
+    }
