@@ -176,9 +176,14 @@ _CAUSE_FILL = {
 _REGIME_FILL = {"compute": "#1f7a3a", "memory": "#a15c00", "overhead": "#b3261e"}
 
 
+def _top_regime(report: Report) -> str:
+    """The regime with the most time, "–" when no time is in any."""
+    top = max(report.summary.time_by_regime_ns.items(), key=lambda kv: kv[1], default=None)
+    return str(top[0]) if top and top[1] else "–"
+
+
 def _summary(report: Report) -> str:
     t, s = report.trace, report.summary
-    top = max(s.time_by_regime_ns.items(), key=lambda kv: kv[1], default=None)
     cards = [
         _card(_d(t.span_ns), "GPU span"),
         _card(_d(s.gpu_busy_ns), "GPU busy"),
@@ -190,20 +195,20 @@ def _summary(report: Report) -> str:
             "utilization",
         ),
         _card(_t(f"{s.kernels:,}"), "GPU ops"),
-        _card(_t(top[0]) if top and top[1] else "–", "mostly bound by"),
+        _card(_t(_top_regime(report)), "mostly bound by"),
     ]
     if report.steps is not None:
         cards.append(_card(_t(report.steps.count), "ProfilerSteps"))
     idle_rows = "".join(
         f"<tr><td>{_t(c)}</td><td class='num'>{_d(ns)}</td><td class='num'>"
-        f"{_share(ns, s.gpu_idle_ns)}</td><td>{_bar(ns, s.gpu_idle_ns, _CAUSE_FILL[str(c)])}"
-        "</td></tr>"
+        f"{_share(ns, s.gpu_idle_ns)}</td>"
+        f"<td>{_bar(ns, s.gpu_idle_ns, _CAUSE_FILL.get(str(c), '#9aa0a6'))}</td></tr>"
         for c, ns in s.idle_by_cause_ns.items()
     )
     regime_rows = "".join(
         f"<tr><td class='brrr-regime-{_t(r)}'>{_t(r)}</td><td class='num'>{_d(ns)}</td>"
         f"<td class='num'>{_share(ns, t.span_ns)}</td><td>"
-        f"{_bar(ns, t.span_ns, _REGIME_FILL[str(r)])}</td></tr>"
+        f"{_bar(ns, t.span_ns, _REGIME_FILL.get(str(r), '#9aa0a6'))}</td></tr>"
         for r, ns in s.time_by_regime_ns.items()
     )
     devices = "".join(
@@ -640,7 +645,6 @@ _NOTEBOOK_STYLE = (
 def summary_html(report: Report, top: int = 10) -> str:
     """The summary, the top lines and the findings, with no script: for a notebook cell."""
     t, s = report.trace, report.summary
-    top_regime = max(s.time_by_regime_ns.items(), key=lambda kv: kv[1], default=None)
     util = units.percent(s.gpu_utilization, decimals=1) if s.gpu_utilization is not None else "–"
     lines = "".join(
         f"<tr><td class='brrr-mono'>{_t(_line_label(ln.file, ln.line, ln.precision))}</td>"
@@ -666,7 +670,7 @@ def summary_html(report: Report, top: int = 10) -> str:
         f"<p><b>brrr-trace</b> · <span class='brrr-mono'>{_t(t.path)}</span></p>"
         f"<p>span {_d(t.span_ns)} · busy {_d(s.gpu_busy_ns)} · idle {_d(s.gpu_idle_ns)} "
         f"({_t(idle or 'none')}) · utilization {_t(util)} · mostly "
-        f"{_t(top_regime[0] if top_regime and top_regime[1] else '–')}-bound{_t(steps)}</p>"
+        f"{_t(_top_regime(report))}-bound{_t(steps)}</p>"
         "<table><thead><tr><th>line</th><th>function</th><th>regime</th><th>GPU</th>"
         f"<th>idle</th><th>findings</th></tr></thead><tbody>{lines}</tbody></table>"
         + (
