@@ -5,17 +5,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from brrr_trace.api import analyze
     from brrr_trace.recording import record
 
 # The one place the version is written: pyproject.toml reads it (setuptools dynamic attr).
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "record"]
+__all__ = ["__version__", "analyze", "record"]
 
 
 def __getattr__(name: str) -> Any:
-    # `brrr_trace.record(...)` is looked up on first use, so that `import brrr_trace` (and with
-    # it `brrr-trace analyze`) loads none of the recorder.
+    # `brrr_trace.record(...)` and `brrr_trace.analyze(...)` are looked up on first use, so
+    # that `import brrr_trace` (and with it `brrr-trace analyze`) loads none of the recorder,
+    # and importing the package for its version loads no numpy.
+    if name == "analyze":
+        from brrr_trace.api import analyze
+
+        return analyze
     if name == "record":
         from brrr_trace.recording import record
 

@@ -94,10 +94,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     analyze.add_argument(
         "--format",
-        choices=("text", "json", "sarif", "perfetto"),
+        choices=("text", "json", "sarif", "perfetto", "html"),
         default="text",
         help="text (default), json (the report contract), sarif (findings for code scanning), "
-        "perfetto (the trace with the analysis as extra tracks, for ui.perfetto.dev)",
+        "perfetto (the trace with the analysis as extra tracks, for ui.perfetto.dev), "
+        "html (one self-contained page to share: summary, timeline, lines with their source, "
+        "findings; use it with -o)",
     )
     analyze.add_argument("-o", "--output", help="write the report to this file")
     analyze.add_argument("--top", type=_count(1), default=20, help="lines to show (text format)")
@@ -276,6 +278,11 @@ def _analyze(args: argparse.Namespace) -> int:
             f"--format perfetto writes one trace with its analysis; {len(traces)} were given. "
             "Run it once per trace."
         )
+    if args.format == "html" and len(traces) > 1:
+        raise BrrrError(
+            f"--format html writes one page for one trace, and {len(traces)} were given; "
+            "run it once per trace (a folder of rank traces counts as one)."
+        )
     # The bundled sample was recorded from workloads.py, shipped beside it: its lines resolve.
     source_root = args.source_root or (str(sample_trace().parent) if used_sample else None)
     options = AnalysisOptions(
@@ -296,7 +303,11 @@ def _analyze(args: argparse.Namespace) -> int:
         for trace in traces:
             with _progress(trace) as progress:
                 reports.append(analyze(trace, options, progress))
-        if args.format == "json":
+        if args.format == "html":
+            from brrr_trace.render import html as render_html
+
+            out = render_html.render(reports[0], options.max_source_bytes)
+        elif args.format == "json":
             out = render_json.render_many(reports)
         elif args.format == "sarif":
             from brrr_trace.render import sarif

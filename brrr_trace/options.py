@@ -90,6 +90,10 @@ class AnalysisOptions:
     # Keep the analysis as timeline intervals in the report (Report.tracks) for --format
     # perfetto; off by default, since a big trace has hundreds of thousands of them.
     timeline_tracks: bool = False
+    # Segments per device in the drawn timeline (the HTML report): beyond it, runs of short
+    # kernels and gaps merge (analyzers/timeline_view.py). A canvas draws 20 k rectangles in a
+    # frame; the report's page stays a few MB.
+    timeline_segments: int = 20_000
     excluded_files: tuple[str, ...] = DEFAULT_EXCLUDED_FILES
     included_files: tuple[str, ...] = ()
     source_root: str | None = None

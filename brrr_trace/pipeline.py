@@ -20,8 +20,9 @@ from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.regimes import REGIMES, LineCost, OpClasses, classify_ops, line_costs
 from brrr_trace.analyzers.rules import RawFinding, RuleContext
 from brrr_trace.analyzers.rules import find as find_findings
-from brrr_trace.analyzers.steps import measure_steps
+from brrr_trace.analyzers.steps import measure_steps, profiler_steps
 from brrr_trace.analyzers.timeline import build_timeline
+from brrr_trace.analyzers.timeline_view import timeline_view
 from brrr_trace.analyzers.tracks import LineRun, TimelineTracks, timeline_tracks
 from brrr_trace.errors import NotATraceError
 from brrr_trace.hardware.devices import match_device
@@ -278,6 +279,15 @@ def analyze_loaded(
         tracks=_tracks(trace, timeline_tracks(trace, ops, timeline), locator, costs)
         if options.timeline_tracks
         else (),
+        timeline=timeline_view(
+            trace,
+            ops,
+            timeline,
+            locator.lines,
+            mapper,
+            options.timeline_segments,
+            profiler_steps(trace) if steps is not None else (),
+        ),
     )
 
 

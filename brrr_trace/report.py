@@ -7,10 +7,14 @@ Fields may be added, never renamed or given another meaning.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from brrr_trace.analyzers.collectives import CollectiveCall
+from brrr_trace.units import duration
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
+
+if TYPE_CHECKING:  # the drawn timeline's types; importing them would load the analyzers
+    from brrr_trace.analyzers.timeline_view import TimelineView
 
 SCHEMA_VERSION = 1
 # The project's repository; a rule's page is docs/rules/<id>.md in it (docs/architecture.md §7),
@@ -193,3 +197,17 @@ class Report:
     collectives: tuple[CollectiveCall, ...] = ()
     # Only with AnalysisOptions.timeline_tracks; not part of the JSON contract.
     tracks: tuple[Track, ...] = ()
+    # The timeline as bounded segments, for the HTML report and the editor's timeline panel;
+    # not part of the JSON contract (docs/architecture.md §4, "The drawn timeline").
+    timeline: TimelineView | None = field(default=None, compare=False)
+
+    def __repr__(self) -> str:
+        # The dataclass repr prints every line and finding: tens of thousands of characters in
+        # a notebook cell. One line says what the report is about.
+        t, s = self.trace, self.summary
+        top = max(s.time_by_regime_ns.items(), key=lambda kv: kv[1], default=None)
+        regime = f"{top[0]}-bound" if top and top[1] > 0 else "no GPU time"
+        return (
+            f"<Report {t.path!r}: span {duration(t.span_ns)}, mostly {regime}, "
+            f"{len(self.lines)} lines, {len(self.findings)} findings>"
+        )

@@ -48,6 +48,9 @@ class DeviceTimeline:
     gap_end: np.ndarray
     gap_cause: np.ndarray  # codes into CAUSES
     gap_next_op: np.ndarray  # gpu row of the op that ended the gap
+    # The one line a view shows for each gap (the drawn timeline): for a sync gap the line that
+    # blocked, else the line charged with the largest part of it; NONE for no line.
+    gap_line: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def span_ns(self) -> int:
@@ -110,7 +113,7 @@ def build_timeline(
         is_gap = start > before
         gap_rows = rows[is_gap]
         gap_start, gap_end = before[is_gap], start[is_gap]
-        cause = _classify(
+        cause, owner = _classify(
             trace, ops, locator, options, sync, gap_start, gap_end, gap_rows, charges, profiler,
             waits, sync_gaps, waits_in,
         )  # fmt: skip
@@ -124,6 +127,7 @@ def build_timeline(
                 gap_end=gap_end,
                 gap_cause=cause,
                 gap_next_op=gap_rows,
+                gap_line=owner,
             )
         )
     return Timeline(
@@ -239,10 +243,12 @@ def _classify(
     waits: dict[int, set[int]],
     sync_gaps: dict[int, int],
     in_collective: _HostCollectives,
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each gap's cause code, and the line charged with the largest part of it (NONE)."""
     host = trace.host_calls
     n = len(g0)
     cause = np.full(n, _CAUSE_CODE[IdleCause.OTHER], dtype=np.int8)
+    gap_owner = np.full(n, NONE, dtype=np.int64)
     tol = options.clock_tolerance_ns
     launch = ops.launch[next_rows]
     known = launch != NONE
@@ -291,6 +297,7 @@ def _classify(
         ended_by = np.where(ended_by != NONE, ended_by, owner)
         charge_many(owner, inside[is_collective], IdleCause.COLLECTIVE)
         charge_many(ended_by, length - inside[is_collective], IdleCause.COLLECTIVE)
+        gap_owner[is_collective] = owner
 
     # sync: the host sat in a blocking call when the queue ran dry.
     sync_row = _sync_before(sync, g0, tol)
@@ -306,6 +313,7 @@ def _classify(
         # went on: the rest belongs to the lines it ran (a Dataset's own code while a batch
         # loads), and where no user code ran, to the line whose launch ends the gap.
         returned = np.clip(host.end_ns[rows], a, b)
+        gap_owner[is_sync] = sync_lines
         cost = profiler_cost(sync_threads, a, returned)
         charge_many(sync_lines, returned - a, IdleCause.SYNC, cost)
         after = np.flatnonzero(returned < b)
@@ -330,6 +338,7 @@ def _classify(
             covered, caller = locator.dataloader_wait(int(thread[k]), int(g0[k]), int(g1[k]))
             if covered * 2 >= int(g1[k] - g0[k]):
                 cause[k] = _CAUSE_CODE[IdleCause.DATALOADER]
+                gap_owner[k] = caller
                 undecided[k] = False
                 loading_cost = int(
                     profiler_cost(thread[k : k + 1], g0[k : k + 1], g1[k : k + 1])[0]
@@ -356,23 +365,28 @@ def _classify(
             == locator.user_frames.positions(thread[host_idx], g1[host_idx])
         )
         cost = profiler_cost(thread[host_idx], g0[host_idx], g1[host_idx])
+        gap_owner[host_idx] = at_start
         charge_many(at_start[same], (g1 - g0)[host_idx[same]], IdleCause.HOST, cost[same])
         rest = ~same
         for k, c, fallback in zip(
             host_idx[rest].tolist(), cost[rest].tolist(), next_of[rest].tolist(), strict=True
         ):
             length = int(g1[k] - g0[k])
+            most = 0
             for line, ns in locator.lines_over(int(thread[k]), int(g0[k]), int(g1[k])):
-                owner = fallback if line == NONE else line
-                charge(owner, IdleCause.HOST, ns, c * ns // length if length else 0)
+                line_owner = fallback if line == NONE else line
+                charge(line_owner, IdleCause.HOST, ns, c * ns // length if length else 0)
+                if ns > most:
+                    most, gap_owner[k] = ns, line_owner
 
     # launch: work was already submitted; a short gap is the launch latency of the next op.
     is_launch = undecided & known & ~is_host & ((g1 - g0) <= options.launch_gap_ns)
     cause[is_launch] = _CAUSE_CODE[IdleCause.LAUNCH]
     next_line = ops.line[next_rows]
     charge_many(next_line[is_launch], (g1 - g0)[is_launch], IdleCause.LAUNCH)
+    gap_owner[is_launch] = next_line[is_launch]
 
     rest = undecided & ~is_host & ~is_launch
     if rest.any():
         charge(NONE, IdleCause.OTHER, int((g1 - g0)[rest].sum()))
-    return cause
+    return cause, gap_owner

@@ -36,6 +36,9 @@ lap "npm run package: $(du -k brrr-trace.vsix | cut -f1) KB"
 
 PY=${PY:-$(command -v python || command -v python3)}
 export PY
+# The HTML report's browser tests skip in the Python stage when it has no Chromium; here it has.
+(cd .. && "$PY" -m pytest -q -p no:cacheprovider tests/test_html.py)
+lap 'HTML report in Chromium'
 export CODE_SERVER_DIR=${CODE_SERVER_DIR:-$HOME/.cache/brrr-code-server}
 # The screenshot stays in e2e-out/: CI does not rewrite docs/vscode.png.
 SCREENSHOT='' npm run e2e
