@@ -259,6 +259,7 @@ def hover_markdown(
         f"**brrr-trace** · {markdown_code(line.function)} line {line.line} · **{_bound(line)}** · "
         f"**{units.duration(line.total_ns)}** "
         f"({units.share(line.total_ns, span_ns)} of the GPU span)",
+        *_inclusive_text(line, span_ns),
         "",
         "| regime | time | share of the line |",
         "| :-- | --: | --: |",
@@ -302,6 +303,20 @@ def hover_markdown(
     out += ["", f"*Line {_PRECISION_NOTE.get(line.precision, str(line.precision))}.*"]
     out.append(f"*Trace:* {markdown_code(trace_name)}")
     return "\n".join(out)
+
+
+def _inclusive_text(line: LineReport, span_ns: int) -> list[str]:
+    """On a call site: the time with the code it calls, and that time's regime mix."""
+    if not is_call_site(line):
+        return []
+    mix = " · ".join(
+        f"{r} {units.percent(ns, line.inclusive_ns)}" for r, ns in _mix(line.inclusive_by_regime_ns)
+    )
+    return [
+        "",
+        f"With the code it calls (forward and backward): **{units.duration(line.inclusive_ns)}** "
+        f"({units.share(line.inclusive_ns, span_ns)} of the GPU span; {mix})",
+    ]
 
 
 def _roofline_text(line: LineReport, report: Report) -> str:

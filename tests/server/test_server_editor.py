@@ -68,6 +68,13 @@ async def test_the_model_call_shows_its_inclusive_time_and_the_lens_the_function
     # Per file: line 312 (75 µs, under 5% of line 309's 4.6 ms) gets none.
     assert 312 not in by_line and 274 in by_line
 
+    hover = await client.text_document_hover_async(t.HoverParams(doc, t.Position(305, 14)))
+    assert hover is not None
+    assert hover.contents.value.split("\n")[2] == (
+        "With the code it calls (forward and backward): **17.1 ms** (63.4% of the GPU span; "
+        "overhead 71% · memory 16% · compute 13%)"
+    )
+
     lenses = await client.text_document_code_lens_async(t.CodeLensParams(doc))
     titles = {lens.range.start.line + 1: lens.command.title for lens in lenses}
     assert titles[269].startswith("⏱ 14.0 ms in forward · ")
