@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from typing import Any
@@ -39,10 +40,10 @@ def show_function(ls: BrrrServer, *args: Any) -> str | None:
     return text
 
 
-def list_traces(ls: BrrrServer, *args: Any) -> list[dict[str, Any]]:
+async def list_traces(ls: BrrrServer, *args: Any) -> list[dict[str, Any]]:
     """The trace files the server can show, newest first, each with its run (folder) and rank
-    (the extension's "Open Trace…" picker)."""
-    return ls.session.trace_entries()
+    (the extension's "Open Trace…" picker). Off the loop: a rank is read from a file's head."""
+    return await asyncio.to_thread(ls.session.trace_entries)
 
 
 def heat(ls: BrrrServer, *args: Any) -> dict[str, Any]:
