@@ -174,6 +174,7 @@ def analyze_loaded(
                 ridge=cost.ridge,
                 profiler_overhead_ns=cost.profiler_ns,
                 inclusive_gpu_ns=cost.inclusive_gpu_ns,
+                inclusive_by_regime_ns=cost.inclusive_by_regime,
                 findings=tuple(dict.fromkeys(rules_of_line.get(cost.line_id, []))),
                 top_kernels=tuple(
                     KernelStat(

@@ -97,6 +97,14 @@ class LineReport:
     # ``path`` relative to the source root (forward slashes), None when the file is unmapped or
     # lies outside the root: the repository-relative path of reports shared with others.
     relative_path: str | None = None
+    # GPU and idle time of the line and of the code it calls, forward and backward, by regime
+    # (the idle inside the callees is overhead); its sum is ``inclusive_ns``.
+    inclusive_by_regime_ns: dict[Regime, int] = field(default_factory=dict)
+
+    @property
+    def inclusive_ns(self) -> int:
+        """``total_ns`` plus that of the lines inside the user functions the line calls."""
+        return sum(self.inclusive_by_regime_ns.values()) or self.total_ns
 
     @property
     def total_ns(self) -> int:

@@ -215,3 +215,55 @@ def test_kernels_launched_before_the_window_take_the_lines_of_the_same_tail(
         ("train.py", 3): 30.0,
     }
     assert report.summary.unattributed_gpu_ns == 0
+
+
+def test_a_call_site_carries_the_gpu_and_idle_time_of_its_callees_by_regime(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "train.py").write_text(
+        textwrap.dedent(
+            """\
+            def block(x):
+                a = x @ x
+                return a + 1
+
+            def step(x):
+                y = block(x)
+                return y * 2
+            """
+        )
+    )
+    events = [
+        frame("train.py(5): step", 0.0, 400.0),
+        frame("train.py(1): block", 10.0, 200.0),
+        op("aten::matmul", 20.0, 20.0),
+        launch(21.0, corr=1),
+        kernel(MM, 25.0, 40.0, corr=1),  # 40 µs compute on line 2
+        # The GPU idles 65-155 while the host is inside block: host idle on block's lines.
+        op("aten::add", 150.0, 20.0),
+        launch(151.0, corr=2),
+        kernel(ADD, 155.0, 5.0, corr=2),  # 5 µs memory on line 3
+        # Back in step: the GPU idles 160-305, then line 7's kernel.
+        op("aten::mul", 300.0, 20.0),
+        launch(301.0, corr=3),
+        kernel(ADD, 305.0, 5.0, corr=3),
+    ]
+    report = analyze(write(tmp_path / "t.json", events), AnalysisOptions(source_root=str(tmp_path)))
+    us = {  # line: (own GPU + idle, inclusive, inclusive by regime: compute / memory /
+        #        overhead / communication)
+        ln.line: (
+            ln.total_ns / 1000,
+            ln.inclusive_ns / 1000,
+            tuple(v / 1000 for v in ln.inclusive_by_regime_ns.values()),
+        )
+        for ln in report.lines
+    }
+    # The host idle goes to the statement about to run: 65-155 in block to line 3, 160-305 in
+    # step to line 7 (not to the def lines 1 and 5).
+    assert us == {
+        2: (40.0, 40.0, (40.0, 0.0, 0.0, 0.0)),
+        3: (145.0, 145.0, (0.0, 5.0, 140.0, 0.0)),
+        # y = block(x): nothing of its own; block's lines 2 + 3 = 40 + 145.
+        6: (0.0, 185.0, (40.0, 5.0, 140.0, 0.0)),
+        7: (100.0, 100.0, (0.0, 5.0, 95.0, 0.0)),
+    }

@@ -200,6 +200,13 @@ JSON = r"""{
       "kernels": 1,
       "backward_gpu_us": 0.0,
       "inclusive_gpu_us": 200.0,
+      "inclusive_us": 200.0,
+      "inclusive_by_regime_us": {
+        "compute": 200.0,
+        "memory": 0.0,
+        "overhead": 0.0,
+        "communication": 0.0
+      },
       "flops": null,
       "bytes": null,
       "achieved_tflops": null,
@@ -246,6 +253,13 @@ JSON = r"""{
       "kernels": 1,
       "backward_gpu_us": 0.0,
       "inclusive_gpu_us": 20.0,
+      "inclusive_us": 150.0,
+      "inclusive_by_regime_us": {
+        "compute": 0.0,
+        "memory": 20.0,
+        "overhead": 130.0,
+        "communication": 0.0
+      },
       "flops": null,
       "bytes": null,
       "achieved_tflops": null,
@@ -292,6 +306,13 @@ JSON = r"""{
       "kernels": 1,
       "backward_gpu_us": 0.0,
       "inclusive_gpu_us": 70.0,
+      "inclusive_us": 205.0,
+      "inclusive_by_regime_us": {
+        "compute": 0.0,
+        "memory": 70.0,
+        "overhead": 135.0,
+        "communication": 0.0
+      },
       "flops": null,
       "bytes": null,
       "achieved_tflops": null,

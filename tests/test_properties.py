@@ -101,6 +101,7 @@ def test_busy_is_the_union_and_everything_adds_up(
         assert sum(line.time_by_regime_ns.values()) == line.total_ns
         assert 0 <= line.profiler_overhead_ns <= line.idle_ns
         assert line.inclusive_gpu_ns >= line.gpu_ns
+        assert line.inclusive_ns >= line.total_ns
     assert 0 <= s.profiler_overhead_ns <= s.gpu_idle_ns
     assert not negative_times(json.loads(render_json(report)))
 

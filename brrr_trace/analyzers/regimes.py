@@ -7,7 +7,7 @@ lines add up to the device's busy time even when streams overlap.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -222,6 +222,13 @@ class LineCost:
     # backward): its own gpu_ns plus that of the lines in the callees.
     inclusive_gpu_ns: int = 0
     called_regime: Regime | None = None  # for a line with no time of its own: its callees'
+    # GPU and idle time of the line and of everything it calls, by regime (idle is overhead):
+    # the line's own ``by_regime`` plus that of the lines in its callees.
+    inclusive_by_regime: dict[Regime, int] = field(default_factory=dict)
+
+    @property
+    def inclusive_ns(self) -> int:
+        return sum(self.inclusive_by_regime.values())
 
     @property
     def idle_ns(self) -> int:
@@ -291,13 +298,21 @@ def line_costs(
     inclusive, called = _inclusive(
         locator, ops.frame[placed], line, classes.regime[placed], excl, gpu_ns
     )
+    charged_idle = {k: sum(causes.values()) for k, causes in idle.items()}
+    called_all = _called_time(
+        locator, ops.frame[placed], line, classes.regime[placed], excl, charged_idle
+    )
     out = []
     for k, key in enumerate(locator.lines):  # finding callers may have placed lines of their own
         causes = idle.get(k, {c: 0 for c in IdleCause})
         cpu_only = not len(gpu) and k < len(cpu_ns) and cpu_ns[k] > 0  # a trace without GPU
         if not cpu_only and (k >= len(count) or (count[k] == 0 and not any(causes.values()))):
-            if inclusive.get(k, 0):
-                out.append(_caller_only(k, key, inclusive[k], called[k]))
+            if inclusive.get(k, 0) or k in called_all:
+                out.append(
+                    _caller_only(
+                        k, key, inclusive.get(k, 0), called.get(k), called_all.get(k, np.zeros(3))
+                    )
+                )
             continue
         waited = causes[IdleCause.COLLECTIVE]
         regimes = {
@@ -325,8 +340,80 @@ def line_costs(
                 ridge=ridge_of.get(k),
                 profiler_ns=profiled.get(k, 0),
                 inclusive_gpu_ns=int(inclusive.get(k, gpu_ns[k])),
+                inclusive_by_regime=_plus(regimes, called_all.get(k)),
             )
         )
+    return out
+
+
+def _plus(own: dict[Regime, int], called: np.ndarray | None) -> dict[Regime, int]:
+    if called is None:
+        return dict(own)
+    return {r: own[r] + round(float(called[i])) for i, r in enumerate(REGIMES)}
+
+
+def _called_time(
+    locator: Locator,
+    frame: np.ndarray,
+    line: np.ndarray,
+    regime: np.ndarray,
+    excl: np.ndarray,
+    idle: dict[int, int],
+) -> dict[int, np.ndarray]:
+    """Per caller line: the GPU time (by regime) and the idle (as overhead) of the lines inside
+    the user functions it called, forward and backward (backward ops already sit on their
+    forward line, so on its frame).
+
+    GPU time follows each op's own frame. Idle was charged to a line, not to a call: it follows
+    the frames the line's ops ran in, in proportion to their count; a line with idle and no
+    ops (a ``def`` line, a statement that only waited) follows every call of its function
+    alike. A caller is counted once per op even when it appears twice up the stack (recursion).
+    """
+    out: dict[int, np.ndarray] = {}
+
+    def add(callers: tuple[int, ...], own_line: int, code: int, ns: float) -> None:
+        for caller in dict.fromkeys(callers):
+            if caller != own_line and caller != NONE:
+                out.setdefault(caller, np.zeros(len(REGIMES)))[code] += ns
+
+    known = frame != NONE
+    frames_of_line: dict[int, dict[int, int]] = {}
+    if known.any():
+        keys = np.stack([frame[known], line[known], regime[known]], axis=1)
+        groups, inverse = np.unique(keys, axis=0, return_inverse=True)
+        totals = np.bincount(inverse.reshape(-1), weights=excl[known])
+        counts = np.bincount(inverse.reshape(-1))
+        for (f, own_line, code), ns, n in zip(
+            groups.tolist(), totals.tolist(), counts.tolist(), strict=True
+        ):
+            add(locator.callers(int(f)), own_line, code, ns)
+            seen = frames_of_line.setdefault(own_line, {})
+            seen[f] = seen.get(f, 0) + n
+    overhead = REGIMES.index(Regime.OVERHEAD)
+    calls_of: dict[tuple[str, str], list[int]] | None = None
+    for k, ns in idle.items():
+        if ns <= 0 or k == NONE:
+            continue
+        weights = frames_of_line.get(k)
+        if weights is None:
+            if calls_of is None:
+                calls_of = _calls_by_function(locator)
+            key = locator.lines[k]
+            weights = dict.fromkeys(calls_of.get((key.file, key.function), ()), 1)
+        whole = sum(weights.values())
+        for f, w in weights.items():
+            add(locator.callers(int(f)), k, overhead, ns * w / whole)
+    return out
+
+
+def _calls_by_function(locator: Locator) -> dict[tuple[str, str], list[int]]:
+    """The user frame invocations (indices into ``user_rows``) of each (file, function)."""
+    out: dict[tuple[str, str], list[int]] = {}
+    for local, row in enumerate(locator.user_rows.tolist()):
+        line_id = locator.frame_line(row)
+        if line_id != NONE:
+            key = locator.lines[line_id]
+            out.setdefault((key.file, key.function), []).append(local)
     return out
 
 
@@ -356,9 +443,16 @@ def _inclusive(
     return {k: int(v) for k, v in out.items()}, called
 
 
-def _caller_only(k: int, key: LineKey, inclusive_ns: int, called: np.ndarray) -> LineCost:
+def _caller_only(
+    k: int,
+    key: LineKey,
+    inclusive_ns: int,
+    called: np.ndarray | None,
+    called_all: np.ndarray,
+) -> LineCost:
     """A line with no GPU time of its own that calls code with some (``loss = model(x)``): its
     regime is that of what it called."""
+    mix = called if called is not None and called.any() else called_all
     return LineCost(
         line_id=k,
         key=key,
@@ -370,7 +464,8 @@ def _caller_only(k: int, key: LineKey, inclusive_ns: int, called: np.ndarray) ->
         idle_by_cause={c: 0 for c in IdleCause},
         top_kernels=(),
         inclusive_gpu_ns=inclusive_ns,
-        called_regime=REGIMES[int(np.argmax(called))],
+        called_regime=REGIMES[int(np.argmax(mix))],
+        inclusive_by_regime=_plus({r: 0 for r in REGIMES}, called_all),
     )
 
 

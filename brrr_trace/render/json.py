@@ -31,6 +31,8 @@ def _line(line: LineReport) -> dict[str, Any]:
         "kernels": line.kernels,
         "backward_gpu_us": _us(line.backward_gpu_ns),
         "inclusive_gpu_us": _us(line.inclusive_gpu_ns),
+        "inclusive_us": _us(line.inclusive_ns),
+        "inclusive_by_regime_us": {str(k): _us(v) for k, v in line.inclusive_by_regime_ns.items()},
         "flops": line.flops,
         "bytes": line.bytes,
         "achieved_tflops": line.achieved_tflops,

@@ -93,11 +93,54 @@ def _dominant_idle(line: LineReport) -> tuple[IdleCause, int] | None:
 # --- inlay hints ------------------------------------------------------------------------------
 
 
-def hint_label(line: LineReport) -> str:
-    """``⏱ 16.3 ms · compute-bound · 808 TFLOP/s (82%)``: time, regime, and its best evidence."""
+# VS Code cuts an inlay hint longer than this (``editor.inlayHints.maximumLength``'s default).
+HINT_WIDTH = 43
+# At most this many hints in one file: the rest are in the hover and the heat.
+MAX_HINTS_PER_FILE = 40
+
+
+def is_call_site(line: LineReport) -> bool:
+    """Whether the line calls code of the user's (a model, a function) that took time."""
+    return line.inclusive_ns > line.total_ns
+
+
+def hint_time_ns(line: LineReport) -> int:
+    """The time a line's hint shows: inclusive on a call site, else the line's own."""
+    return line.inclusive_ns if is_call_site(line) else line.total_ns
+
+
+def _mix(by_regime: dict[Regime, int]) -> list[tuple[Regime, int]]:
+    """Regimes with time, largest first."""
+    order = list(Regime)
+    return sorted(
+        ((r, ns) for r, ns in by_regime.items() if ns > 0),
+        key=lambda item: (-item[1], order.index(item[0])),
+    )
+
+
+def hint_label(line: LineReport, span_ns: int) -> str:
+    """``⏱ 17.9 ms · compute · 74%`` (the line's time, regime and share of the GPU span), or on a
+    call site ``⏱ 17.1 ms incl. · overhead 71%`` (with what it calls, and the mix's largest
+    part); at most ``HINT_WIDTH`` characters."""
     if line.regime is None:  # a trace without GPU activity
-        return f"⏱ {units.duration(line.cpu_ns)} CPU"
-    parts = [f"⏱ {units.duration(line.total_ns)}", f"{line.regime}-bound"]
+        return fit(f"⏱ {units.duration(line.cpu_ns)} CPU")
+    if is_call_site(line):
+        mix = _mix(line.inclusive_by_regime_ns)
+        top = f" · {mix[0][0]} {units.percent(mix[0][1], line.inclusive_ns)}" if mix else ""
+        return fit(f"⏱ {units.duration(line.inclusive_ns)} incl.{top}")
+    share = f" · {units.percent(line.total_ns, span_ns)}" if span_ns > 0 else ""
+    return fit(f"⏱ {units.duration(line.total_ns)} · {line.regime}{share}")
+
+
+def fit(text: str, width: int = HINT_WIDTH) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip(" ·") + "…"
+
+
+def long_label(line: LineReport) -> str:
+    """``16.3 ms · compute-bound · 808 TFLOP/s (82%)``: time, regime, and its best evidence."""
+    if line.regime is None:
+        return f"{units.duration(line.cpu_ns)} CPU"
+    parts = [units.duration(line.total_ns), f"{line.regime}-bound"]
     peak = f" ({units.percent(line.peak_fraction)})" if line.peak_fraction is not None else ""
     if line.regime == Regime.COMPUTE and line.achieved_tflops is not None:
         parts.append(units.tflops(line.achieved_tflops) + peak)
@@ -113,33 +156,83 @@ def _bound(line: LineReport) -> str:
 
 
 def hint_tooltip(line: LineReport, span_ns: int) -> str:
-    return (
-        f"{units.share(line.total_ns, span_ns)} of the profiled GPU span: "
-        f"GPU {units.duration(line.gpu_ns)} in "
+    """The whole text behind a short hint."""
+    own = (
+        f"This line: {long_label(line)}; {units.share(line.total_ns, span_ns)} of the profiled "
+        f"GPU span: GPU {units.duration(line.gpu_ns)} in "
         f"{line.kernels} kernel{'s' if line.kernels != 1 else ''}, idle charged here "
-        f"{units.duration(line.idle_ns)} ({line.precision} line). Hover for the evidence."
+        f"{units.duration(line.idle_ns)} ({line.precision} line)."
+    )
+    if not is_call_site(line):
+        return own + " Hover for the evidence."
+    mix = " · ".join(
+        f"{r} {units.percent(ns, line.inclusive_ns)}" for r, ns in _mix(line.inclusive_by_regime_ns)
+    )
+    return (
+        f"With the code it calls (forward and backward): {units.duration(line.inclusive_ns)}, "
+        f"{units.share(line.inclusive_ns, span_ns)} of the profiled GPU span ({mix}). "
+        + own
+        + " Hover for the evidence."
     )
 
 
+def hinted_lines(
+    lines: Sequence[LineReport], span_ns: int, threshold: float, share: float
+) -> list[LineReport]:
+    """The lines of one file that matter there: at least ``share`` of the file's hottest line
+    (by its own time), at least ``threshold`` of the span, ``MAX_HINTS_PER_FILE`` at most."""
+    if span_ns <= 0 or not lines:
+        return []
+    hottest = max(line.total_ns for line in lines)
+    cut = max(share * hottest, threshold * span_ns)
+    kept = [ln for ln in lines if hint_time_ns(ln) > 0 and hint_time_ns(ln) >= cut]
+    kept.sort(key=lambda ln: -hint_time_ns(ln))
+    return sorted(kept[:MAX_HINTS_PER_FILE], key=lambda ln: ln.line)
+
+
 def inlay_hints(
-    lines: Iterable[LineReport], span_ns: int, threshold: float, positions: Positions
+    lines: Sequence[LineReport],
+    span_ns: int,
+    threshold: float,
+    positions: Positions,
+    share: float = 0.0,
 ) -> list[t.InlayHint]:
-    """One hint at the end of each line's text, for lines at or above ``threshold`` of the span."""
+    """One short hint at the end of each line that matters in this file, the whole text in its
+    tooltip."""
     hints = []
-    for line in lines:
-        if span_ns <= 0 or line.total_ns < threshold * span_ns or line.total_ns <= 0:
-            continue
+    for line in hinted_lines(lines, span_ns, threshold, share):
         if positions.index.line_text(line.line) is None:
             continue  # the document is shorter than the trace says: edited since recording
         hints.append(
             t.InlayHint(
                 position=positions.end_of_line(line.line),
-                label=hint_label(line),
+                label=hint_label(line, span_ns),
                 tooltip=hint_tooltip(line, span_ns),
                 padding_left=True,
             )
         )
     return hints
+
+
+# --- heat -------------------------------------------------------------------------------------
+
+
+def heat(lines: Sequence[LineReport], positions: Positions) -> list[dict[str, Any]]:
+    """Per line with time: its own time over that of the file's hottest line (0..1], and its
+    regime, for the editor's line backgrounds (0-based lines)."""
+    measured = [ln for ln in lines if ln.total_ns > 0 and positions.index.line_text(ln.line)]
+    if not measured:
+        return []
+    hottest = max(ln.total_ns for ln in measured)
+    return [
+        {
+            "line": ln.line - 1,
+            "weight": round(ln.total_ns / hottest, 4),
+            "regime": str(ln.regime) if ln.regime is not None else None,
+            "ns": ln.total_ns,
+        }
+        for ln in measured
+    ]
 
 
 def hints_in_range(hints: list[t.InlayHint], first: int, last: int) -> list[t.InlayHint]:
@@ -166,6 +259,7 @@ def hover_markdown(
         f"**brrr-trace** · {markdown_code(line.function)} line {line.line} · **{_bound(line)}** · "
         f"**{units.duration(line.total_ns)}** "
         f"({units.share(line.total_ns, span_ns)} of the GPU span)",
+        *_inclusive_text(line, span_ns),
         "",
         "| regime | time | share of the line |",
         "| :-- | --: | --: |",
@@ -213,6 +307,20 @@ def hover_markdown(
     return "\n".join(out)
 
 
+def _inclusive_text(line: LineReport, span_ns: int) -> list[str]:
+    """On a call site: the time with the code it calls, and that time's regime mix."""
+    if not is_call_site(line):
+        return []
+    mix = " · ".join(
+        f"{r} {units.percent(ns, line.inclusive_ns)}" for r, ns in _mix(line.inclusive_by_regime_ns)
+    )
+    return [
+        "",
+        f"With the code it calls (forward and backward): **{units.duration(line.inclusive_ns)}** "
+        f"({units.share(line.inclusive_ns, span_ns)} of the GPU span; {mix})",
+    ]
+
+
 def _roofline_text(line: LineReport, report: Report) -> str:
     device, peak = _device_line(report)
     rates = []
@@ -235,20 +343,29 @@ def _roofline_text(line: LineReport, report: Report) -> str:
     return f"**Roofline** ({device}): " + " · ".join(rates)
 
 
+def function_total_ns(lines: Iterable[LineReport]) -> int:
+    """A function's time with what it calls: its lines' own time, inclusive on call sites."""
+    return sum(hint_time_ns(line) for line in lines)
+
+
 def function_markdown(
     function: FunctionSpan, lines: Sequence[LineReport], span_ns: int, trace_name: str
 ) -> str:
-    total = sum(line.total_ns for line in lines)
+    total = function_total_ns(lines)
+    own = sum(line.total_ns for line in lines)
     out = [
         f"**brrr-trace** · {markdown_code(function.qualname)} · **{units.duration(total)}** "
         f"({units.share(total, span_ns)} of the GPU span) · {regime_mix(lines)}",
         "",
-        "| line | regime | time |",
-        "| --: | :-- | --: |",
+        f"Its own lines {units.duration(own)}; with the code they call {units.duration(total)}.",
+        "",
+        "| line | regime | time | with callees |",
+        "| --: | :-- | --: | --: |",
     ]
-    for line in sorted(lines, key=lambda r: -r.total_ns):
+    for line in sorted(lines, key=lambda r: -hint_time_ns(r)):
         out.append(
-            f"| {line.line} | {line.regime or 'CPU only'} | {units.duration(line.total_ns)} |"
+            f"| {line.line} | {line.regime or 'CPU only'} | {units.duration(line.total_ns)} | "
+            f"{units.duration(hint_time_ns(line))} |"
         )
     out += ["", f"*Trace:* {markdown_code(trace_name)}"]
     return "\n".join(out)
@@ -291,9 +408,11 @@ def _hover(markdown: str, positions: Positions, line: int) -> t.Hover:
 
 
 def regime_mix(lines: Iterable[LineReport]) -> str:
+    """The regimes of the lines' time, inclusive on call sites."""
     totals = dict.fromkeys(Regime, 0)
     for line in lines:
-        for regime, ns in line.time_by_regime_ns.items():
+        own = line.inclusive_by_regime_ns if is_call_site(line) else line.time_by_regime_ns
+        for regime, ns in own.items():
             totals[regime] += ns
     whole = sum(totals.values())
     if not whole:
@@ -304,7 +423,7 @@ def regime_mix(lines: Iterable[LineReport]) -> str:
 def code_lens(
     function: FunctionSpan, lines: Sequence[LineReport], uri: str, positions: Positions
 ) -> t.CodeLens:
-    total = sum(line.total_ns for line in lines)
+    total = function_total_ns(lines)
     title = f"⏱ {units.duration(total)} in {function.name} · {regime_mix(lines)}"
     return t.CodeLens(
         range=positions.range(
@@ -323,7 +442,7 @@ def code_lenses(snapshot: Snapshot, path: str, positions: Positions, uri: str) -
     lenses = []
     for function in positions.index.functions:
         lines = snapshot.function_lines(path, function)
-        if lines and sum(line.total_ns for line in lines) > 0:
+        if lines and function_total_ns(lines) > 0:
             lenses.append(code_lens(function, lines, uri, positions))
     return lenses
 

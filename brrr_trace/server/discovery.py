@@ -7,6 +7,7 @@ seen on disk, so that a rewritten trace reads as a new one.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Iterable, Sequence
@@ -15,7 +16,10 @@ from urllib.parse import unquote
 
 from pygls.uris import to_fs_path
 
+from brrr_trace.errors import NotATraceError
 from brrr_trace.server.globs import compiled
+from brrr_trace.traces.discovery import rank_in_head
+from brrr_trace.traces.files import read_head
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +42,7 @@ _SKIP_DIRS = frozenset(
 )
 _MAX_ENTRIES = 200_000  # files and folders visited, over all workspace folders
 _MAX_MATCHES = 1_000  # trace files kept: the picker shows the newest few anyway
+_RANK_HEAD_BYTES = 256 * 1024  # Kineto writes distributedInfo before the events
 
 
 @dataclass(frozen=True)
@@ -135,3 +140,24 @@ def choose_active(
 def path_of_uri(uri: str) -> str:
     """The ``norm_path`` of a ``file:`` URI (or of a path sent where a URI was expected)."""
     return norm_path(to_fs_path(uri) or unquote(uri))
+
+
+@functools.lru_cache(maxsize=4096)
+def rank_of(trace: TraceFile) -> int | None:
+    """The rank a trace file names (``distributedInfo``), read once per version of the file."""
+    try:
+        return rank_in_head(read_head(trace.path, _RANK_HEAD_BYTES))
+    except (NotATraceError, OSError) as error:
+        log.debug("no rank read from %s: %s", trace.path, error)
+        return None
+
+
+def run_of(path: str, roots: Sequence[str]) -> str:
+    """The run a trace belongs to, as discovery knows runs today: its folder, relative to the
+    workspace folder that holds it (``.`` for the folder itself)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    for root in roots:
+        rel = os.path.relpath(folder, root)
+        if rel != os.pardir and not rel.startswith(os.pardir + os.sep):
+            return rel.replace(os.sep, "/")
+    return folder

@@ -109,23 +109,38 @@ def serving_message(version: str, roots: Sequence[str], watching: bool, poll_s: 
     return f"brrr-trace {version} serving {', '.join(roots)}; {how}"
 
 
-def trace_entry(trace: TraceFile, active: bool) -> dict[str, Any]:
-    """One trace of ``brrr-trace.listTraces``: the VS Code extension's "Open Trace…" picker."""
+def trace_entry(
+    trace: TraceFile, active: bool, rank: int | None = None, run: str | None = None
+) -> dict[str, Any]:
+    """One trace of ``brrr-trace.listTraces``: the VS Code extension's "Open Trace…" picker.
+    ``run`` is the trace's folder in the workspace, ``rank`` the one its head names."""
     return {
         "path": trace.path,
         "name": trace_choice(trace.path, active),
         "mtimeNs": trace.mtime_ns,
         "size": trace.size,
         "active": active,
+        "rank": rank,
+        "run": run,
     }
 
 
 def status(
-    snapshot: Snapshot | None, loading: str | None, error: str | None, watching: bool
+    snapshot: Snapshot | None,
+    loading: str | None,
+    error: str | None,
+    watching: bool,
+    run: str | None = None,
+    traces: int = 0,
 ) -> dict[str, Any]:
-    """What is loaded, loading or broken: ``brrr-trace.status`` and ``brrr-trace/status``."""
+    """What is loaded, loading or broken: ``brrr-trace.status`` and ``brrr-trace/status``.
+    ``run`` is the loaded trace's folder in the workspace, ``traces`` how many it could show."""
     summary = snapshot.report.summary if snapshot else None
+    ranks = snapshot.report.trace.ranks if snapshot else ()
     return {
+        "run": run,
+        "rank": ranks[0] if len(ranks) == 1 else None,
+        "traces": traces,
         "trace": snapshot.trace.path if snapshot else None,
         "loading": loading,
         "error": error,

@@ -25,15 +25,17 @@ from brrr_trace.analyzers.safe_read import SourceSkipped, read_source
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.server import convert, messages
 from brrr_trace.server.convert import Positions
-from brrr_trace.server.discovery import TraceFile, norm_path, path_of_uri
+from brrr_trace.server.discovery import TraceFile, norm_path, path_of_uri, rank_of, run_of
 from brrr_trace.server.settings import Settings, parse_settings
 from brrr_trace.server.snapshot import Snapshot
 from brrr_trace.server.source import SourceIndex
 
 log = logging.getLogger("brrr_trace.server")
+# Traces the picker lists (each has its head read once for its rank).
+_LISTED_TRACES = 100
 
-# What the cached hints of a document were worked out from: the trace, the text, the threshold.
-_HintKey = tuple[Snapshot, SourceIndex, float]
+# What the cached hints of a document were worked out from: the trace, the text, the cut-offs.
+_HintKey = tuple[Snapshot, SourceIndex, tuple[float, float]]
 
 
 @dataclass(frozen=True)
@@ -197,17 +199,19 @@ class Session:
 
     def hints(self, view: DocumentView) -> list[t.InlayHint]:
         """All the hints of a document, in line order; kept until its text or the trace changes."""
-        key = (view.snapshot, view.index, view.settings.threshold)
+        cut = (view.settings.threshold, view.settings.hint_share)
+        key = (view.snapshot, view.index, cut)
         cached = self._hints.get(view.uri)
         if cached is not None:
-            (old_snapshot, old_index, old_threshold), hints = cached
-            if old_snapshot is key[0] and old_index is key[1] and old_threshold == key[2]:
+            (old_snapshot, old_index, old_cut), hints = cached
+            if old_snapshot is key[0] and old_index is key[1] and old_cut == cut:
                 return hints
         hints = convert.inlay_hints(
             view.snapshot.lines(view.path),
             view.snapshot.span_ns,
             view.settings.threshold,
             view.positions,
+            view.settings.hint_share,
         )
         self._hints[view.uri] = (key, hints)
         return hints
@@ -257,7 +261,18 @@ class Session:
         return self.active is not None and norm_path(self.active.path) == norm_path(trace.path)
 
     def status(self) -> dict[str, Any]:
-        return messages.status(self.snapshot, self.loading, self.last_error, self.watching)
+        run = run_of(self.snapshot.trace.path, self.roots()) if self.snapshot else None
+        return messages.status(
+            self.snapshot, self.loading, self.last_error, self.watching, run, len(self.candidates)
+        )
+
+    def trace_entries(self, limit: int = _LISTED_TRACES) -> list[dict[str, Any]]:
+        """The traces it could show, newest first, with their run and rank (the picker)."""
+        roots = self.roots()
+        return [
+            messages.trace_entry(c, self.is_active(c), rank_of(c), run_of(c.path, roots))
+            for c in self.candidates[:limit]
+        ]
 
 
 def _uri_of(path: str) -> str:

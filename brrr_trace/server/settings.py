@@ -48,8 +48,12 @@ class Settings:
     traces: tuple[str, ...] = DEFAULT_TRACE_GLOBS
     # One trace file to use instead of the newest (absolute, or relative to the workspace folder).
     trace: str | None = None
-    # A line whose time is below this fraction of the profiled GPU span gets no inlay hint.
-    threshold: float = 0.01
+    # A line whose time is below this fraction of the profiled GPU span gets no inlay hint
+    # (0: none is cut by the span; which lines matter is decided per file, ``hint_share``).
+    threshold: float = 0.0
+    # A line gets an inlay hint when its time (inclusive on a call site) is at least this
+    # fraction of the time of the hottest line of its file.
+    hint_share: float = 0.05
     # Prefixes of paths as written in the trace, and the local folder each one maps onto.
     path_mappings: tuple[tuple[str, str], ...] = ()
     # The folder the trace's (shortened) source paths are matched against; default: the workspace.
@@ -60,6 +64,8 @@ class Settings:
     device: int | None = None
     rank: int | None = None
     inlay_hints: bool = True
+    # Line backgrounds coloured by each line's share of the hottest line of its file.
+    heat: bool = True
     code_lens: bool = True
     diagnostics: bool = True
     # Diagnostic severity: by default the report's (by estimated saving as a share of the span).
@@ -194,6 +200,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "traces": ("traces", _string_list),
     "trace": ("trace", _optional_str),
     "threshold": ("threshold", _fraction),
+    "hintShare": ("hint_share", _fraction),
     "pathMappings": ("path_mappings", _path_mappings),
     "sourceRoot": ("source_root", _optional_str),
     "excludeFiles": ("exclude_files", _string_list),
@@ -201,6 +208,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "device": ("device", _optional_index),
     "rank": ("rank", _optional_index),
     "inlayHints": ("inlay_hints", _bool),
+    "heat": ("heat", _bool),
     "codeLens": ("code_lens", _bool),
     "diagnostics": ("diagnostics", _bool),
     "warningShare": ("warning_share", _optional_fraction),

@@ -8,6 +8,7 @@ Kineto trace counts, so ``profile.json.gz`` is found and ``package.json`` is not
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from brrr_trace.errors import NotATraceError
@@ -18,6 +19,13 @@ JSON_NAMES = (".json", ".json.gz")
 _SNIFF_BYTES = 1 << 20
 # Keys that only a Chrome/Kineto trace's head has, in either order Kineto has written them.
 _TRACE_KEYS = (b'"traceEvents"', b'"deviceProperties"', b'"schemaVersion"')
+_RANK = re.compile(rb'"distributedInfo"\s*:\s*\{[^}]*?"rank"\s*:\s*(\d{1,9})')
+
+
+def rank_in_head(head: bytes) -> int | None:
+    """The rank a trace's ``distributedInfo`` names in the head of its JSON, if it names one."""
+    match = _RANK.search(head)
+    return int(match.group(1)) if match else None
 
 
 def looks_like_trace(path: Path) -> bool:

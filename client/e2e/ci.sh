@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI stage for the VS Code extension, from a bare checkout: unit tests, the .vsix, and the
 # end-to-end test in code-server + headless Chromium. About 3 minutes on 2 cores from nothing
-# (apt ~1 min, code-server ~1 min, npm ci ~15 s, e2e ~20 s).
+# (apt ~1 min, code-server ~1 min, npm ci ~15 s, e2e ~1-3 min: it pip-installs the bundled wheel
+# and its dependencies from the package index into a fresh venv).
 #
 #   client/e2e/ci.sh            (with a Python that has brrr_trace installed first on PATH,
 #                                or PY=/path/to/python)
@@ -31,14 +32,13 @@ npm ci --no-audit --no-fund
 lap 'npm ci'
 npm test
 lap 'npm test'
-npm run package
-lap "npm run package: $(du -k brrr-trace.vsix | cut -f1) KB"
-
 PY=${PY:-$(command -v python || command -v python3)}
 export PY
 # The HTML report's browser tests skip in the Python stage when it has no Chromium; here it has.
 (cd .. && "$PY" -m pytest -q -p no:cacheprovider tests/test_html.py)
 lap 'HTML report in Chromium'
+npm run package  # wheel.sh builds the bundled brrr-trace wheel with $PY
+lap "npm run package: $(du -k brrr-trace.vsix | cut -f1) KB"
 export CODE_SERVER_DIR=${CODE_SERVER_DIR:-$HOME/.cache/brrr-code-server}
 # The screenshot stays in e2e-out/: CI does not rewrite docs/vscode.png.
 SCREENSHOT='' npm run e2e

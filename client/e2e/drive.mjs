@@ -1,15 +1,19 @@
 // The browser half of the end-to-end test (run by run-e2e.sh): headless Debian Chromium, driven by
 // playwright-core (which never downloads a browser), against code-server at $CS_URL.
 //
-// Checks, on brrr_trace/data/workloads.py and the item_in_loop H200 trace:
-//   - the status-bar item names the trace and the GPU utilization;
-//   - line 108 `loss = (x @ w).sum()` ends with an inlay hint that says compute-bound,
-//     line 109 `total += loss.item()` one that says overhead-bound;
-//   - a hover on line 109 gives the evidence, and the host-sync diagnostic is in the Problems panel;
-//   - clicking the status-bar item shows the summary;
-//   - a changed brrr-trace.threshold reaches the running server (line 109's hint goes);
-//   - setting brrr-trace.interpreter to a Python without brrr_trace ($NO_BRRR_PYTHON) restarts
-//     the server there: an error that offers the install command, and the status bar says so.
+// Checks, on brrr_trace/data/workloads.py beside two runs (runs/step: a training step as ranks 0
+// and 1; runs/loop: the item_in_loop loop):
+//   - the status bar names the trace, its run and rank (runs/step, rank 0) and offers the picker;
+//   - heat: the measured lines of the training step have coloured backgrounds, the hottest the
+//     strongest;
+//   - line 309 `opt.step()` ends with a short hint (at most 43 characters) whose tooltip has the
+//     whole text; line 306 `logits = model(inputs)` shows the inclusive time of the model;
+//   - unfused-elementwise, found over lines 306, 307 and 309, is in the Problems panel on each;
+//   - the run picker lists both runs and both ranks; picking the loop shows its trace;
+//   - on the loop: line 108 compute, line 109 overhead, a hover, the host-sync diagnostic, the
+//     summary, and a changed brrr-trace.hintShare reaching the running server;
+//   - brrr-trace.interpreter set to a fresh venv without brrr_trace ($FRESH_PYTHON): the prompt
+//     installs the wheel the .vsix carries, and the server starts there.
 // Writes PNGs to $OUT, and the README's screenshot to $SCREENSHOT.
 import { chromium } from 'playwright-core';
 import * as fs from 'node:fs';
@@ -20,6 +24,11 @@ const OUT = process.env.OUT ?? '.';
 const E = {
   file: 'workloads.py',
   trace: 'item_in_loop.pt.trace.json.gz',
+  stepTrace: 'rank0.pt.trace.json.gz',
+  modelLine: 306,
+  optimizerLine: 309,
+  chainRule: 'unfused-elementwise',
+  chainLines: [306, 307, 309],
   computeLine: 108,
   overheadLine: 109,
   rule: 'host-sync',
@@ -105,15 +114,111 @@ try {
   await page.waitForSelector('.editor-instance .monaco-editor .view-lines', { timeout: 30_000 });
   step(`${E.file} open`);
 
-  // The status-bar item: the trace, then the GPU utilization once it is loaded.
-  await waitText('.statusbar-item', new RegExp(`${E.trace.replace(/\./g, '\\.')} · GPU \\d+%`), 60_000);
-  const item = await page.locator('.statusbar-item', { hasText: E.trace }).first().innerText();
-  step(`status bar: ${item.replace(/\s+/g, ' ').trim()}`);
+  // The status bar: the trace, its run and rank, the GPU utilization; the picker beside it.
+  await waitText('.statusbar-item', new RegExp(`${E.stepTrace.replace(/\./g, '\\.')} · run runs/step · rank 0 · GPU \\d+%`), 60_000);
+  await waitText('.statusbar-item', /3 traces/);
+  step(`status bar: ${(await page.locator('.statusbar-item', { hasText: E.stepTrace }).first().innerText()).replace(/\s+/g, ' ').trim()}`);
 
-  // Inlay hints, on the right lines.
+  // The inclusive hint on the model call, and the short hint of the optimizer line.
+  await goToLine(E.modelLine + 6);
+  const model = await waitLine(E.modelLine, /model\(inputs\).*⏱ \d+(\.\d)? ms incl\. · overhead \d+%/);
+  const optimizer = await waitLine(E.optimizerLine, /opt\.step\(\).*⏱ \d+(\.\d)? ms · overhead · \d+%/);
+  step(`line ${E.modelLine}: ${model.trim()}`);
+  step(`line ${E.optimizerLine}: ${optimizer.trim()}`);
+  const hintsShown = await page.evaluate(() => [...document.querySelectorAll('.editor-instance .view-lines .view-line')]
+    .map((row) => row.textContent.replace(/\u00a0/g, ' ')).filter((text) => text.includes('⏱'))
+    .map((text) => text.slice(text.indexOf('⏱'))));
+  for (const hint of hintsShown) {
+    if (hint.trim().length > 43) throw new Error(`a hint longer than 43 characters: ${hint}`);
+  }
+  step(`${hintsShown.length} hints on screen, all within 43 characters`);
+
+  // Heat: whole-line backgrounds in the warm colour, on the measured lines; the hottest line
+  // (309, the optimizer) the most opaque.
+  const heat = await page.evaluate(() => {
+    const editor = document.querySelector('.editor-instance .monaco-editor');
+    const numbers = [...editor.querySelectorAll('.margin-view-overlays .line-numbers')];
+    const out = {};
+    for (const div of editor.querySelectorAll('.view-overlays > div > div')) {
+      const colour = getComputedStyle(div).backgroundColor;
+      const match = /rgba\(255, 96, 32, ([\d.]+)\)/.exec(colour);
+      if (!match) continue;
+      const top = div.parentElement.getBoundingClientRect().top;
+      const label = numbers.find((e) => Math.abs(e.getBoundingClientRect().top - top) < 2);
+      if (label) out[label.textContent.trim()] = Number(match[1]);
+    }
+    return out;
+  });
+  const hottest = Math.max(...Object.values(heat));
+  if (!(heat[String(E.optimizerLine)] === hottest && heat[String(E.modelLine)] > 0 && !heat['303'])) {
+    throw new Error(`heat is not as expected: ${JSON.stringify(heat)}`);
+  }
+  await shot('heat');
+  step(`heat on ${Object.keys(heat).length} lines on screen: ${JSON.stringify(heat)}`);
+
+  // The tooltip of a short hint: the whole text.
+  const hintBox = await page.evaluate((number) => {
+    const editor = document.querySelector('.editor-instance .monaco-editor');
+    const label = [...editor.querySelectorAll('.margin-view-overlays .line-numbers')]
+      .find((e) => e.textContent.trim() === String(number));
+    const top = label.getBoundingClientRect().top;
+    const row = [...editor.querySelectorAll('.view-lines .view-line')]
+      .find((e) => Math.abs(e.getBoundingClientRect().top - top) < 2);
+    const span = [...row.querySelectorAll('span')].filter((s) => s.children.length === 0)
+      .find((s) => s.textContent.includes('⏱'));
+    const r = span.getBoundingClientRect();
+    return { x: r.x + Math.min(30, r.width / 2), y: r.y + r.height / 2 };
+  }, E.modelLine);
+  await page.mouse.move(5, 5);
+  await page.mouse.move(hintBox.x, hintBox.y, { steps: 5 });
+  await waitText('.monaco-hover', /With the code it calls \(forward and backward\): .* This line: .*-bound/);
+  await page.waitForTimeout(500);
+  await shot('hint-tooltip');
+  step(`tooltip of the hint on line ${E.modelLine}`);
+  await page.mouse.move(5, 5);
+
+  // A finding over three lines: in the Problems panel on each of them.
+  await keys('Escape', 'Control+Shift+M');
+  await waitText('.markers-panel', new RegExp(E.chainRule));
+  const chainRows = async () => page.evaluate((rule) => [...document.querySelectorAll('.markers-panel .monaco-list-row')]
+    .map((row) => row.textContent.replace(/\u00a0/g, ' '))
+    .filter((text) => text.includes(rule)), E.chainRule);
+  // Only this rule's rows, so that the list is short enough to be drawn whole.
+  const filter = page.locator('.viewpane-filter input, .markers-panel-action-filter input').first();
+  await filter.fill(E.chainRule).catch((error) => console.log(`e2e: no Problems filter (${error.message})`));
+  const seenLines = new Set();
+  for (let i = 0; i < 50 && seenLines.size < E.chainLines.length; i += 1) {
+    for (const text of await chainRows()) {
+      const match = /\[Ln (\d+), Col \d+\]/.exec(text);
+      if (match) seenLines.add(Number(match[1]));
+    }
+    if (seenLines.size < E.chainLines.length) await page.waitForTimeout(200);
+  }
+  const missing = E.chainLines.filter((n) => !seenLines.has(n));
+  if (missing.length) throw new Error(`${E.chainRule} is not marked on lines ${missing}; seen ${[...seenLines]}`);
+  await page.waitForTimeout(300);
+  await shot('multi-line-finding');
+  step(`${E.chainRule} marked on lines ${[...seenLines].sort().join(', ')}`);
+  await keys('Control+J');
+  await keys('Control+1');
+
+  // The run picker: both runs, both ranks; pick the loop.
+  await page.locator('.statusbar-item', { hasText: '3 traces' }).first().click();
+  await waitText('.quick-input-list', /run: runs\/step/);
+  await waitText('.quick-input-list', /rank 1 · rank1\.pt\.trace\.json\.gz/);
+  await waitText('.quick-input-list', /run: runs\/loop/);
+  await page.waitForTimeout(300);
+  await shot('run-picker');
+  await page.keyboard.type('item_in_loop');
+  await waitText('.quick-input-list .monaco-list-row', /item_in_loop\.pt\.trace\.json\.gz/);
+  await keys('Enter');
+  await waitText('.statusbar-item', new RegExp(`${E.trace.replace(/\./g, '\\.')} · run runs/loop · GPU \\d+%`), 60_000);
+  step('picked runs/loop in the run picker; the status bar says so');
+
+  // The loop's hints, on the right lines.
   await goToLine(E.computeLine);
-  const compute = await waitLine(E.computeLine, /x @ w.*⏱ .*compute-bound/);
-  const overhead = await waitLine(E.overheadLine, /loss\.item\(\).*⏱ .*overhead-bound/);
+  const compute = await waitLine(E.computeLine, /x @ w.*⏱ .* · compute · \d+%/);
+  const overhead = await waitLine(E.overheadLine, /loss\.item\(\).*⏱ .* · overhead · \d+%/);
   step(`line ${E.computeLine}: ${compute.trim()}`);
   step(`line ${E.overheadLine}: ${overhead.trim()}`);
   for (const [n, text] of [[E.computeLine - 1, await lineText(E.computeLine - 1)], [E.overheadLine + 1, await lineText(E.overheadLine + 1)]]) {
@@ -123,6 +228,7 @@ try {
   // The diagnostic: a squiggle on line 109 and the rule in the Problems panel.
   await page.waitForSelector('.editor-instance .monaco-editor .squiggly-warning', { timeout: 30_000 });
   await keys('Escape', 'Control+Shift+M');
+  await filter.fill(E.rule).catch(() => {});
   await waitText('.markers-panel', new RegExp(E.rule));
   const problem = await page.locator('.markers-panel .monaco-list-row', { hasText: E.rule }).first().innerText();
   step(`problem: ${problem.replace(/\s+/g, ' ').trim()}`);
@@ -161,8 +267,8 @@ try {
   await shot('summary');
   step('summary shown');
 
-  // A server setting is sent to the running server: at a threshold of 50% of the GPU span only
-  // line 108 (76%) keeps its hint, line 109 (23%) loses it.
+  // A server setting is sent to the running server: with hints only for lines at 50% of the
+  // file's hottest line, line 108 keeps its hint and line 109 (6% of it) loses it.
   const setSetting = async (key, label, value) => {
     await keys('Escape', 'Control+,');
     await page.waitForSelector('.settings-editor', { timeout: 10_000 });
@@ -172,25 +278,31 @@ try {
     await input.waitFor({ timeout: 10_000 });
     await input.fill(value);
   };
-  await setSetting('brrr-trace.threshold', 'Threshold', '0.5');
+  await setSetting('brrr-trace.hintShare', 'Hint Share', '0.5');
   await page.locator('.tabs-container .tab', { hasText: E.file }).first().click();
   await goToLine(E.computeLine);
   await waitLine(E.overheadLine, /^(?!.*⏱).*loss\.item\(\)/);
-  await waitLine(E.computeLine, /⏱ .*compute-bound/);
-  step('threshold 0.5: the hint of line 109 is gone, line 108 keeps its own');
+  await waitLine(E.computeLine, /⏱ .* · compute · /);
+  step('hintShare 0.5: the hint of line 109 is gone, line 108 keeps its own');
 
-  // Set the interpreter to one without brrr_trace: the extension restarts the server there, says
-  // brrr_trace is missing, and offers the install command.
-  if (process.env.NO_BRRR_PYTHON) {
-    await setSetting('brrr-trace.interpreter', 'Interpreter', process.env.NO_BRRR_PYTHON);
+  // Point the interpreter at a fresh venv without brrr_trace: the extension restarts the server
+  // there, says brrr_trace is missing, and its prompt installs the wheel the .vsix carries.
+  if (process.env.FRESH_PYTHON) {
+    await setSetting('brrr-trace.interpreter', 'Interpreter', process.env.FRESH_PYTHON);
     await waitText('.notifications-toasts',
-      /brrr-trace is not installed in .*python-without-brrr-trace.*-m pip install brrr-trace/);
-    await waitText('.notifications-toasts', /Install in Terminal/);
-    await page.waitForFunction(() => [...document.querySelectorAll('.statusbar-item')]
-      .some((e) => e.textContent.trim() === 'brrr-trace'), null, { timeout: 10_000 });
+      /brrr-trace is not installed in .*fresh-venv.*the brrr-trace wheel this extension carries.*-m pip install .*brrr_trace-[\d.]+-py3-none-any\.whl/);
     await page.waitForTimeout(500);
     await shot('not-installed');
-    step('interpreter without brrr_trace: restarted, install offered');
+    step('interpreter without brrr_trace: the bundled wheel is offered');
+    await page.locator('.notifications-toasts .monaco-button', { hasText: 'Install brrr-trace' }).first().click();
+    await waitText('.notifications-toasts', /installing brrr_trace-[\d.]+-py3-none-any\.whl/, 20_000)
+      .then(() => shot('installing'), () => console.log('e2e: the install progress was not seen'));
+    await waitText('.notifications-toasts', /installed brrr_trace-[\d.]+-py3-none-any\.whl; starting the server/, 540_000);
+    // A new server: the newest trace again (the picker's choice lived in the old one).
+    await waitText('.statusbar-item', /\.pt\.trace\.json\.gz · run runs\/\w+ · (rank \d · )?GPU \d+%/, 120_000);
+    await page.waitForTimeout(500);
+    await shot('installed');
+    step('installed the bundled wheel into the fresh venv; the server runs there');
   }
   console.log('e2e: all checks passed');
 } catch (error) {

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # End-to-end: the packaged .vsix in code-server (the real VS Code 1.100.3 workbench), driven by
-# headless Chromium. Opens brrr_trace/data/workloads.py beside the item_in_loop H200 trace and checks
-# the inlay hints on lines 108 (compute-bound) and 109 (overhead-bound), a hover, the host-sync
-# diagnostic and the status-bar item, then switches brrr-trace.interpreter to a Python without
-# brrr_trace and checks the restart and the install offer; saves screenshots.
+# headless Chromium. Opens brrr_trace/data/workloads.py beside two runs (a training step as ranks 0
+# and 1, and the item_in_loop loop) and checks, on the training step, the heat decorations, a short
+# hint and its tooltip, the inclusive hint on the model call, a finding over three lines, the run
+# picker and the status bar's run and rank; on the loop, the hints, a hover, the host-sync
+# diagnostic and the summary; then points brrr-trace.interpreter at a fresh venv and installs the
+# bundled wheel there from the prompt; saves screenshots (see drive.mjs).
 #
 #   npm run e2e                    (from client/; see README.md "End-to-end test")
 #
@@ -43,18 +45,30 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 RUN=$(mktemp -d)
 
-# The workspace: the workload source and its trace, named so the default globs find it. The trace
-# is dated back a minute: the server waits for a file written in the last second to settle.
+# The workspace: the workload source and two runs, named so the default globs find them: a
+# training step as the traces of ranks 0 and 1 of one job (runs/step; distributedInfo added to
+# the head), and the item_in_loop loop (runs/loop). Rank 0 is the newest, so it is shown first.
+# The traces are dated back: the server waits for a file written in the last second to settle.
 WS=$RUN/ws
-mkdir -p "$WS/traces"
+mkdir -p "$WS/runs/step" "$WS/runs/loop"
 cp "$REPO/brrr_trace/data/workloads.py" "$WS/workloads.py"
-cp "$REPO/tests/data/h200/item_in_loop.json.gz" "$WS/traces/item_in_loop.pt.trace.json.gz"
-touch -d '-1 min' "$WS/traces/item_in_loop.pt.trace.json.gz"
+"$PY" - "$REPO/tests/data/h200/transformer_step.json.gz" "$WS/runs/step" << 'PYTHON'
+import gzip, json, pathlib, sys
+trace = json.loads(gzip.decompress(pathlib.Path(sys.argv[1]).read_bytes()))
+for rank in (0, 1):
+    ranked = {"distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}, **trace}
+    out = pathlib.Path(sys.argv[2]) / f"rank{rank}.pt.trace.json.gz"
+    out.write_bytes(gzip.compress(json.dumps(ranked).encode()))
+PYTHON
+cp "$REPO/tests/data/h200/item_in_loop.json.gz" "$WS/runs/loop/item_in_loop.pt.trace.json.gz"
+touch -d '-3 min' "$WS/runs/step/rank1.pt.trace.json.gz"
+touch -d '-2 min' "$WS/runs/loop/item_in_loop.pt.trace.json.gz"
+touch -d '-1 min' "$WS/runs/step/rank0.pt.trace.json.gz"
 
-# For the last check: an interpreter in which brrr_trace cannot be imported (no site-packages).
-NO_BRRR=$RUN/python-without-brrr-trace
-printf '#!/bin/sh\nexec %s -I -S "$@"\n' "$(command -v python3)" > "$NO_BRRR"
-chmod +x "$NO_BRRR"
+# For the last check: a fresh virtual environment without brrr_trace, into which the extension
+# installs the wheel it carries (its dependencies from the package index; PIP_* settings apply).
+FRESH=$RUN/fresh-venv
+"${BASE_PYTHON:-/usr/bin/python3}" -m venv "$FRESH"
 
 # A fresh profile, extensions folder and code-server config: nothing of the user's is touched.
 export XDG_CONFIG_HOME=$RUN/xdg-config XDG_DATA_HOME=$RUN/xdg-data
@@ -103,7 +117,11 @@ echo "e2e: code-server up at $(elapsed) s"
 
 STATUS=0
 CS_URL="http://127.0.0.1:$PORT/?folder=$WS" OUT="$OUT" SCREENSHOT="$SCREENSHOT" \
-  NO_BRRR_PYTHON="$NO_BRRR" \
+  FRESH_PYTHON="$FRESH/bin/python" \
   node "$CLIENT/e2e/drive.mjs" || STATUS=$?
+if [ $STATUS = 0 ]; then
+  "$FRESH/bin/python" -c 'import brrr_trace; print("e2e: the fresh venv has brrr_trace", brrr_trace.__version__, "from", brrr_trace.__file__)' ||
+    STATUS=1
+fi
 echo "e2e: $([ $STATUS = 0 ] && echo passed || echo FAILED) in $(elapsed) s; screenshots and logs in $OUT"
 exit $STATUS

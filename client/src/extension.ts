@@ -3,6 +3,9 @@
  * keep a status-bar item, and register four commands. The only module that imports `vscode`;
  * what it decides is in the modules beside it (tested with `node --test`).
  */
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import * as readline from 'node:readline';
 import type { Readable } from 'node:stream';
 import * as vscode from 'vscode';
@@ -17,12 +20,15 @@ import {
 } from 'vscode-languageclient/node';
 import {
   analyzeCommand,
+  bundledWheel,
   type CheckResult,
   checkInterpreter,
   checkMessage,
   describeInterpreter,
+  installArgs,
   installCommand,
   type Interpreter,
+  isolatedEnv,
   resolveInterpreter,
   serverCommand,
 } from './interpreter';
@@ -36,19 +42,23 @@ import { stderrEntry } from './logs';
 import { reaction, SECTION, serverKeys, settingsPayload, withoutClientKeys } from './settings';
 import {
   type ClientState,
+  CMD_HEAT,
   CMD_LIST_TRACES,
   CMD_OPEN_TRACE,
+  CMD_PICK_RUN,
   CMD_RESTART,
   CMD_SELECT_TRACE,
   CMD_SHOW_LOGS,
   CMD_SHOW_SUMMARY,
   CMD_STATUS,
   parseStatus,
+  pickerView,
   STATUS_NOTIFICATION,
   statusBarView,
   summaryText,
 } from './status';
 import { parseTraceEntries, tracePicks } from './traces';
+import { HEAT_STEPS, heatBuckets, heatColor, parseHeat } from './heat';
 
 let controller: Controller | undefined;
 const RESTART_DELAY_MS = 500;
@@ -77,6 +87,9 @@ class Controller implements vscode.Disposable {
   private readonly keys: string[];
   private readonly log: vscode.LogOutputChannel;
   private readonly item: vscode.StatusBarItem;
+  private readonly pickerItem: vscode.StatusBarItem;
+  private readonly heatTypes: vscode.TextEditorDecorationType[];
+  private heatGeneration = 0;
   private readonly disposables: vscode.Disposable[] = [];
   private clientDisposables: vscode.Disposable[] = [];
   private restartTimer: ReturnType<typeof setTimeout> | undefined;
@@ -86,12 +99,30 @@ class Controller implements vscode.Disposable {
     this.log = vscode.window.createOutputChannel('brrr-trace', { log: true });
     this.item = vscode.window.createStatusBarItem('brrr-trace.status', vscode.StatusBarAlignment.Left, 10);
     this.item.name = 'brrr-trace';
+    this.pickerItem = vscode.window.createStatusBarItem('brrr-trace.runs', vscode.StatusBarAlignment.Left, 9);
+    this.pickerItem.name = 'brrr-trace: runs and ranks';
+    this.pickerItem.command = CMD_PICK_RUN;
+    this.heatTypes = HEAT_STEPS.map((_, step) => vscode.window.createTextEditorDecorationType({
+      isWholeLine: true,
+      backgroundColor: heatColor(step),
+      overviewRulerColor: step >= 2 ? heatColor(step) : undefined,
+      overviewRulerLane: vscode.OverviewRulerLane.Left,
+    }));
     this.render();
     this.item.show();
     this.disposables.push(
       this.log,
       this.item,
+      this.pickerItem,
+      ...this.heatTypes,
+      vscode.window.onDidChangeVisibleTextEditors(() => void this.refreshHeat()),
+      vscode.workspace.onDidChangeTextDocument((event) => {
+        if (vscode.window.visibleTextEditors.some((e) => e.document === event.document)) {
+          void this.refreshHeat();
+        }
+      }),
       vscode.commands.registerCommand(CMD_OPEN_TRACE, () => this.openTrace()),
+      vscode.commands.registerCommand(CMD_PICK_RUN, () => this.openTrace()),
       vscode.commands.registerCommand(CMD_SHOW_SUMMARY, () => this.showSummary()),
       vscode.commands.registerCommand(CMD_RESTART, () => this.restart()),
       vscode.commands.registerCommand(CMD_SHOW_LOGS, () => this.log.show()),
@@ -137,7 +168,7 @@ class Controller implements vscode.Disposable {
     // on sys.path, and a workspace's `types.py` or `logging.py` would shadow the standard library.
     const cwd = this.context.extensionUri.fsPath;
     const check = await checkInterpreter(interpreter, cwd);
-    const message = checkMessage(interpreter, check);
+    const message = checkMessage(interpreter, check, this.wheel());
     if (!check.ok) {
       this.log.error(message);
       this.setState({ kind: 'stopped', reason: message });
@@ -180,6 +211,7 @@ class Controller implements vscode.Disposable {
       client.onNotification(STATUS_NOTIFICATION, (status: unknown) => {
         if (this.client === client) {
           this.setState({ kind: 'running', status: parseStatus(status) });
+          void this.refreshHeat();
         }
       }),
       client.onDidChangeState((event) => {
@@ -205,6 +237,7 @@ class Controller implements vscode.Disposable {
       this.setState({ kind: 'running' });
     }
     await this.refreshStatus();
+    await this.refreshHeat();
   }
 
   private async resolveInterpreter(): Promise<Interpreter> {
@@ -268,19 +301,38 @@ class Controller implements vscode.Disposable {
         void this.restart();
       }, RESTART_DELAY_MS);
     } else if (what === 'notify' && this.client?.isRunning()) {
-      void this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: this.settingsPayload() });
+      void this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: this.settingsPayload() })
+        .then(() => this.refreshHeat());
     }
   }
 
+  /** The brrr-trace wheel this extension carries (built into the .vsix), if it carries one. */
+  private wheel(): string | undefined {
+    const folder = path.join(this.context.extensionUri.fsPath, 'wheels');
+    let names: string[] = [];
+    try {
+      names = fs.readdirSync(folder);
+    } catch {
+      return undefined;
+    }
+    const name = bundledWheel(names);
+    return name ? path.join(folder, name) : undefined;
+  }
+
   private async offerFix(interpreter: Interpreter, check: CheckResult & { ok: false }): Promise<void> {
+    const wheel = this.wheel();
+    const installHere = 'Install brrr-trace';
     const install = 'Install in Terminal';
     const copy = 'Copy Install Command';
     const choose = 'Choose Interpreter';
     const logs = 'Show Logs';
-    const buttons = check.problem === 'not-installed' ? [install, copy, choose] : [choose, logs];
-    const answer = await vscode.window.showErrorMessage(checkMessage(interpreter, check), ...buttons);
-    const command = installCommand(interpreter);
-    if (answer === install) {
+    const buttons = check.problem === 'not-installed'
+      ? [...(wheel ? [installHere] : []), install, copy, choose] : [choose, logs];
+    const answer = await vscode.window.showErrorMessage(checkMessage(interpreter, check, wheel), ...buttons);
+    const command = installCommand(interpreter, wheel);
+    if (answer === installHere && wheel) {
+      await this.installWheel(interpreter, wheel);
+    } else if (answer === install) {
       const terminal = vscode.window.createTerminal({ name: 'brrr-trace: install' });
       terminal.show();
       terminal.sendText(command);
@@ -295,6 +347,71 @@ class Controller implements vscode.Disposable {
       await vscode.commands.executeCommand('workbench.action.openSettings', `${SECTION}.interpreter`);
     } else if (answer === logs) {
       this.log.show();
+    }
+  }
+
+  /** pip-install the bundled wheel into the interpreter (its dependencies from the index), then
+   * start the server there. pip's output goes to the log. */
+  private async installWheel(interpreter: Interpreter, wheel: string): Promise<void> {
+    const args = [...interpreter.args, ...installArgs(wheel)];
+    this.log.info(`installing: ${installCommand(interpreter, wheel)}`);
+    const ok = await vscode.window.withProgress({
+      location: vscode.ProgressLocation.Notification,
+      title: `brrr-trace: installing ${path.basename(wheel)}`,
+    }, () => new Promise<boolean>((resolve) => {
+      const options = { cwd: this.context.extensionUri.fsPath, env: isolatedEnv(process.env), timeout: 900_000,
+        maxBuffer: 64 * 1024 * 1024, windowsHide: true };
+      execFile(interpreter.command, args, options, (error, stdout, stderr) => {
+        for (const line of `${stdout}\n${stderr}`.split(/\r?\n/)) {
+          if (line.trim()) {
+            this.log.info(`pip: ${line}`);
+          }
+        }
+        if (error) {
+          this.log.error(`pip install failed: ${error.message}`);
+        }
+        resolve(error === null);
+      });
+    }));
+    if (ok) {
+      void vscode.window.showInformationMessage(`brrr-trace: installed ${path.basename(wheel)}; starting the server.`);
+      await this.restart();
+    } else {
+      const answer = await vscode.window.showErrorMessage(
+        `brrr-trace: pip could not install ${path.basename(wheel)} into ${interpreter.command}; see the log.`, 'Show Logs');
+      if (answer) {
+        this.log.show();
+      }
+    }
+  }
+
+  // --- heat ------------------------------------------------------------------------------------
+
+  /** Colour the lines of the visible Python editors by their time (the server's `heat`). */
+  private async refreshHeat(): Promise<void> {
+    const generation = ++this.heatGeneration;
+    const client = this.client;
+    const editors = vscode.window.visibleTextEditors.filter((e) => e.document.languageId === 'python'
+      && e.document.uri.scheme === 'file');
+    for (const editor of editors) {
+      let buckets: number[][] = HEAT_STEPS.map(() => []);
+      if (client?.isRunning()) {
+        try {
+          const answer = await client.sendRequest(ExecuteCommandRequest.type,
+            { command: CMD_HEAT, arguments: [editor.document.uri.toString()] });
+          buckets = heatBuckets(parseHeat(answer));
+        } catch (error) {
+          this.log.debug(`${CMD_HEAT} failed: ${error}`);
+        }
+      }
+      if (generation !== this.heatGeneration) {
+        return; // a newer refresh is on its way
+      }
+      const lines = editor.document.lineCount;
+      this.heatTypes.forEach((type, step) => {
+        editor.setDecorations(type, buckets[step].filter((n) => n < lines)
+          .map((n) => new vscode.Range(n, 0, n, 0)));
+      });
     }
   }
 
@@ -337,27 +454,29 @@ class Controller implements vscode.Disposable {
       return;
     }
     const relative = (path: string) => vscode.workspace.asRelativePath(path, true);
-    const pick = await vscode.window.showQuickPick(tracePicks(entries, relative), {
+    const picks = tracePicks(entries, relative) as (vscode.QuickPickItem & { path?: string })[];
+    const pick = await vscode.window.showQuickPick(picks, {
       title: 'brrr-trace: which trace should the editor show?',
-      placeHolder: entries.length ? 'Traces in this workspace, newest first' : 'No trace matches brrr-trace.traces',
+      placeHolder: entries.length ? 'Traces in this workspace by run, newest run first' : 'No trace matches brrr-trace.traces',
       matchOnDetail: true,
     });
     if (!pick) {
       return;
     }
-    let path = pick.path;
-    if (path === undefined) {
-      const chosen = await vscode.window.showOpenDialog({
+    let chosen = pick.path;
+    if (chosen === undefined) {
+      const picked = await vscode.window.showOpenDialog({
         canSelectMany: false,
         openLabel: 'Show this trace',
         defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
         filters: { 'PyTorch profiler traces': ['json', 'gz'], 'All files': ['*'] },
       });
-      path = chosen?.[0]?.fsPath;
+      chosen = picked?.[0]?.fsPath;
     }
-    if (path !== undefined) {
-      await this.serverCommand(CMD_SELECT_TRACE, [path]);
+    if (chosen !== undefined) {
+      await this.serverCommand(CMD_SELECT_TRACE, [chosen]);
     }
+    void this.refreshHeat();
   }
 
   private async showSummary(): Promise<void> {
@@ -399,5 +518,13 @@ class Controller implements vscode.Disposable {
     this.item.backgroundColor = view.severity
       ? new vscode.ThemeColor(`statusBarItem.${view.severity}Background`)
       : undefined;
+    const picker = pickerView(this.state.kind === 'running' ? this.state.status : undefined);
+    if (picker) {
+      this.pickerItem.text = picker.text;
+      this.pickerItem.tooltip = picker.tooltip;
+      this.pickerItem.show();
+    } else {
+      this.pickerItem.hide();
+    }
   }
 }

@@ -153,9 +153,34 @@ export function classifyCheck({ error, stdout, stderr }: ExecOutcome): CheckResu
   return { ok: false, problem: 'failed', detail: lastLine || error.message };
 }
 
-/** `<python> -m pip install brrr-trace`, quoted for a POSIX shell or for PowerShell. */
-export function installCommand(interpreter: Interpreter, platform: string = process.platform): string {
-  return commandLine(interpreter, ['-m', 'pip', 'install', 'brrr-trace'], platform);
+/**
+ * The wheel the .vsix carries (`wheels/brrr_trace-<version>-py3-none-any.whl`, built from the
+ * checkout by `npm run package`), among the names of that folder; the newest version if several.
+ */
+export function bundledWheel(names: readonly string[]): string | undefined {
+  const wheels = names.filter((name) => /^brrr_trace-[0-9][^-]*-py3-none-any\.whl$/.test(name));
+  const version = (name: string) => name.split('-')[1].split('.').map((part) => parseInt(part, 10) || 0);
+  wheels.sort((a, b) => {
+    const [x, y] = [version(a), version(b)];
+    for (let i = 0; i < Math.max(x.length, y.length); i += 1) {
+      if ((x[i] ?? 0) !== (y[i] ?? 0)) {
+        return (y[i] ?? 0) - (x[i] ?? 0);
+      }
+    }
+    return 0;
+  });
+  return wheels[0];
+}
+
+/** What pip installs: the bundled wheel (its dependencies from the index), else the package. */
+export function installArgs(wheel?: string): string[] {
+  return ['-m', 'pip', 'install', wheel ?? 'brrr-trace'];
+}
+
+/** `<python> -m pip install <wheel>`, quoted for a POSIX shell or for PowerShell. */
+export function installCommand(interpreter: Interpreter, wheel?: string,
+  platform: string = process.platform): string {
+  return commandLine(interpreter, installArgs(wheel), platform);
 }
 
 /** `<python> -m brrr_trace analyze <trace> --source-root <folder>`: the full report, in a terminal. */
@@ -189,7 +214,7 @@ function quotePowerShell(word: string): string {
 }
 
 /** The one sentence shown when the server cannot start in this interpreter. */
-export function checkMessage(interpreter: Interpreter, result: CheckResult): string {
+export function checkMessage(interpreter: Interpreter, result: CheckResult, wheel?: string): string {
   const python = describeInterpreter(interpreter);
   if (result.ok) {
     return `brrr-trace ${result.version} in ${python}`;
@@ -200,7 +225,8 @@ export function checkMessage(interpreter: Interpreter, result: CheckResult): str
         'Set brrr-trace.interpreter to a Python that has brrr-trace installed.';
     case 'not-installed':
       return `brrr-trace is not installed in ${python}. ` +
-        `Install it with: ${installCommand(interpreter)}`;
+        (wheel ? 'Install the brrr-trace wheel this extension carries (its dependencies come from the package index) with: ' : 'Install it with: ') +
+        installCommand(interpreter, wheel);
     case 'failed':
       return `brrr-trace could not be imported in ${python}: ${result.detail}`;
   }

@@ -12,12 +12,14 @@ export const CMD_STATUS = 'brrr-trace.status';
 export const CMD_LIST_TRACES = 'brrr-trace.listTraces';
 export const CMD_SELECT_TRACE = 'brrr-trace.selectTrace';
 export const CMD_RELOAD = 'brrr-trace.reload';
+export const CMD_HEAT = 'brrr-trace.heat';
 
 /** The client's own commands (package.json `contributes.commands`). */
 export const CMD_OPEN_TRACE = 'brrr-trace.openTrace';
 export const CMD_SHOW_SUMMARY = 'brrr-trace.showSummary';
 export const CMD_RESTART = 'brrr-trace.restartServer';
 export const CMD_SHOW_LOGS = 'brrr-trace.showLogs';
+export const CMD_PICK_RUN = 'brrr-trace.pickRun';
 
 export interface ServerStatus {
   /** The loaded trace (absolute path), or null. */
@@ -31,6 +33,12 @@ export interface ServerStatus {
   /** Busy time over the GPU span (0..1), or null when the trace has no GPU activity. */
   gpuUtilization: number | null;
   spanNs: number;
+  /** The loaded trace's run (its folder in the workspace), or null. */
+  run: string | null;
+  /** The rank the loaded trace names, or null. */
+  rank: number | null;
+  /** How many traces the server could show. */
+  traces: number;
 }
 
 /** The server's answer checked field by field: anything malformed reads as "nothing loaded". */
@@ -47,6 +55,9 @@ export function parseStatus(value: unknown): ServerStatus {
     findings: num('findings') ?? 0,
     gpuUtilization: num('gpuUtilization'),
     spanNs: num('spanNs') ?? 0,
+    run: str('run'),
+    rank: num('rank'),
+    traces: num('traces') ?? 0,
   };
 }
 
@@ -89,8 +100,10 @@ export function statusBarView(state: ClientState): StatusBarView {
       tooltip.push(status.error);
     }
     tooltip.push('Click for the summary.');
+    const where = runText(status);
     return {
-      text: `$(pulse) ${shorten(basename(status.trace), NAME_WIDTH)} · ${utilizationText(status.gpuUtilization)}`,
+      text: `$(pulse) ${shorten(basename(status.trace), NAME_WIDTH)}${where ? ` · ${where}` : ''} · ` +
+        utilizationText(status.gpuUtilization),
       tooltip: tooltip.join('\n'),
       command: CMD_SHOW_SUMMARY,
       severity: status.error ? 'warning' : undefined,
@@ -103,6 +116,30 @@ export function statusBarView(state: ClientState): StatusBarView {
     text: '$(circle-slash) brrr-trace: no trace',
     tooltip: 'brrr-trace: no trace in this workspace matches brrr-trace.traces. Click to pick one.',
     command: CMD_OPEN_TRACE,
+  };
+}
+
+/** `run runs/a · rank 1`: which run and rank is shown (each part only when known). */
+export function runText(status: Pick<ServerStatus, 'run' | 'rank'>): string {
+  const parts = [];
+  if (status.run && status.run !== '.') {
+    parts.push(`run ${shorten(status.run, NAME_WIDTH)}`);
+  }
+  if (status.rank !== null) {
+    parts.push(`rank ${status.rank}`);
+  }
+  return parts.join(' · ');
+}
+
+/** The picker's item: shown when the workspace has more than one trace. */
+export function pickerView(status: ServerStatus | undefined): { text: string; tooltip: string } | undefined {
+  if (!status || status.traces < 2) {
+    return undefined;
+  }
+  return {
+    text: `$(list-selection) ${status.traces} traces`,
+    tooltip: `brrr-trace: ${status.traces} traces (runs and ranks) in this workspace; ` +
+      `showing ${status.trace ? basename(status.trace) : 'none'}. Click to pick another.`,
   };
 }
 
@@ -119,8 +156,9 @@ export function summaryText(status: ServerStatus): string {
   const busy = status.gpuUtilization === null
     ? 'no GPU activity'
     : `GPU ${(100 * status.gpuUtilization).toFixed(1)}% busy over a ${formatDuration(status.spanNs)} span`;
-  return `${basename(status.trace)}: ${busy}; ${plural(status.lines, 'source line')}, ` +
-    `${plural(status.findings, 'finding')}.`;
+  const where = runText(status);
+  return `${basename(status.trace)}${where ? ` (${where})` : ''}: ${busy}; ` +
+    `${plural(status.lines, 'source line')}, ${plural(status.findings, 'finding')}.`;
 }
 
 /** A duration the way the server writes it: 812 ns, 35.2 µs, 16.3 ms, 2.41 s. */

@@ -11,14 +11,20 @@ export interface TraceEntry {
   mtimeNs: number;
   size: number;
   active: boolean;
+  /** The rank the trace names (distributedInfo), or null. */
+  rank: number | null;
+  /** Its run: its folder in the workspace (`.` for the folder itself), or null. */
+  run: string | null;
 }
 
 export interface TracePick {
   label: string;
   description?: string;
   detail?: string;
-  /** The file to select; undefined for "Browse…". */
+  /** The file to select; undefined for "Browse…" and separators. */
   path?: string;
+  /** -1 (`QuickPickItemKind.Separator`) for a run's heading. */
+  kind?: number;
 }
 
 export const BROWSE_LABEL = '$(folder-opened) Browse…';
@@ -37,19 +43,41 @@ export function parseTraceEntries(value: unknown): TraceEntry[] {
       mtimeNs: typeof item.mtimeNs === 'number' ? item.mtimeNs : 0,
       size: typeof item.size === 'number' ? item.size : 0,
       active: item.active === true,
+      rank: typeof item.rank === 'number' && Number.isInteger(item.rank) ? item.rank : null,
+      run: typeof item.run === 'string' ? item.run : null,
     }];
   });
 }
 
-/** One pick per trace (the active one marked), then "Browse…". `now` is for the ages (ms). */
+/**
+ * One pick per trace, grouped by run (a separator per run, runs in the order of their newest
+ * trace, ranks in order within a run; the active one marked), then "Browse…". `now` is for the
+ * ages (ms).
+ */
 export function tracePicks(entries: readonly TraceEntry[], relativeTo: (path: string) => string,
   now: number = Date.now()): TracePick[] {
-  const picks: TracePick[] = entries.map((entry) => ({
-    label: `${entry.active ? '$(check) ' : ''}${basename(entry.path)}`,
-    description: `${formatSize(entry.size)} · ${formatAge(now - entry.mtimeNs / 1e6)}`,
-    detail: relativeTo(entry.path),
-    path: entry.path,
-  }));
+  const runs = new Map<string, TraceEntry[]>();
+  for (const entry of entries) {
+    const run = entry.run ?? '';
+    runs.set(run, [...(runs.get(run) ?? []), entry]);
+  }
+  const grouped = runs.size > 1 || entries.some((entry) => entry.rank !== null);
+  const picks: TracePick[] = [];
+  for (const [run, members] of runs) {
+    if (grouped) {
+      picks.push({ label: run === '.' || run === '' ? 'run: (workspace folder)' : `run: ${run}`, kind: -1 });
+    }
+    const ordered = [...members].sort((a, b) => (a.rank ?? Infinity) - (b.rank ?? Infinity));
+    for (const entry of ordered) {
+      const rank = entry.rank !== null ? `rank ${entry.rank} · ` : '';
+      picks.push({
+        label: `${entry.active ? '$(check) ' : ''}${rank}${basename(entry.path)}`,
+        description: `${formatSize(entry.size)} · ${formatAge(now - entry.mtimeNs / 1e6)}`,
+        detail: relativeTo(entry.path),
+        path: entry.path,
+      });
+    }
+  }
   picks.push({ label: BROWSE_LABEL, description: 'a .json or .json.gz trace anywhere' });
   return picks;
 }

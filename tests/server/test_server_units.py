@@ -67,7 +67,7 @@ def test_bad_settings_keep_their_defaults_and_say_why() -> None:
     assert parsed.settings == Settings(traces=("*.json",))
     assert parsed.unknown_keys == ("nope",)
     assert parsed.problems == (
-        "brrr-trace.threshold: expected a number from 0 to 1, got 2; using 0.01.",
+        "brrr-trace.threshold: expected a number from 0 to 1, got 2; using 0.0.",
         "brrr-trace.device: expected a whole number ≥ 0, or null, got -1; using None.",
         "brrr-trace.pollInterval: expected a number of seconds from 0.05 to 3600, got "
         '"fast"; using 1.0.',
@@ -83,7 +83,7 @@ def test_bad_settings_keep_their_defaults_and_say_why() -> None:
 
 def test_every_key_has_a_default_that_parses_back() -> None:
     defaults = defaults_by_key()
-    assert defaults["traces"] == list(DEFAULT_TRACE_GLOBS) and defaults["threshold"] == 0.01
+    assert defaults["traces"] == list(DEFAULT_TRACE_GLOBS) and defaults["threshold"] == 0.0
     assert defaults["pathMappings"] == [] and defaults["warningShare"] is None
     parsed = parse_settings({"brrr-trace": defaults})
     assert parsed.problems == () and parsed.settings == Settings()
@@ -176,19 +176,87 @@ def line_report(**changes) -> LineReport:
     return LineReport(**fields)
 
 
-def test_hint_labels() -> None:
+def test_long_labels_carry_the_evidence() -> None:
     assert (
-        convert.hint_label(line_report(achieved_tflops=808.4, peak_fraction=0.82))
-        == "⏱ 16.3 ms · compute-bound · 808 TFLOP/s (82%)"
+        convert.long_label(line_report(achieved_tflops=808.4, peak_fraction=0.82))
+        == "16.3 ms · compute-bound · 808 TFLOP/s (82%)"
     )
     memory = line_report(regime=Regime.MEMORY, achieved_gbps=3412.0, peak_fraction=0.71)
-    assert convert.hint_label(memory) == "⏱ 16.3 ms · memory-bound · 3.41 TB/s (71%)"
+    assert convert.long_label(memory) == "16.3 ms · memory-bound · 3.41 TB/s (71%)"
     idle = {**dict.fromkeys(IdleCause, 0), IdleCause.SYNC: 900_000, IdleCause.HOST: 100_000}
     overhead = line_report(
         regime=Regime.OVERHEAD, gpu_ns=0, idle_ns=1_000_000, idle_by_cause_ns=idle
     )
-    assert convert.hint_label(overhead) == "⏱ 1.0 ms · overhead-bound · sync idle 900.0 µs"
-    assert convert.hint_label(line_report()) == "⏱ 16.3 ms · compute-bound"
+    assert convert.long_label(overhead) == "1.0 ms · overhead-bound · sync idle 900.0 µs"
+    assert convert.long_label(line_report()) == "16.3 ms · compute-bound"
+
+
+def test_hints_are_short_and_the_tooltip_has_the_whole_text() -> None:
+    line = line_report(achieved_tflops=808.4, peak_fraction=0.82)
+    assert convert.hint_label(line, 22_000_000) == "⏱ 16.3 ms · compute · 74%"
+    tooltip = convert.hint_tooltip(line, 22_000_000)
+    assert tooltip.startswith("This line: 16.3 ms · compute-bound · 808 TFLOP/s (82%); 74.1%")
+    assert convert.hint_label(line_report(regime=None, cpu_ns=2_000_000), 0) == "⏱ 2.0 ms CPU"
+    assert convert.fit("x" * 50) == "x" * 42 + "…"
+    assert len(convert.fit("x" * 50)) == convert.HINT_WIDTH == 43
+
+
+def test_a_call_site_shows_its_inclusive_time_and_the_regime_mix() -> None:
+    model_call = line_report(
+        gpu_ns=1_000_000,
+        regime=Regime.MEMORY,
+        time_by_regime_ns={Regime.COMPUTE: 0, Regime.MEMORY: 1_000_000, Regime.OVERHEAD: 0},
+        inclusive_by_regime_ns={
+            Regime.COMPUTE: 3_000_000,
+            Regime.MEMORY: 2_000_000,
+            Regime.OVERHEAD: 12_000_000,
+        },
+    )
+    assert convert.is_call_site(model_call)
+    label = convert.hint_label(model_call, 27_000_000)
+    assert label == "⏱ 17.0 ms incl. · overhead 71%"
+    tooltip = convert.hint_tooltip(model_call, 27_000_000)
+    assert tooltip.startswith(
+        "With the code it calls (forward and backward): 17.0 ms, 63.0% of the profiled GPU "
+        "span (overhead 71% · compute 18% · memory 12%). This line: 1.0 ms · memory-bound"
+    )
+
+
+def test_which_lines_get_a_hint_is_decided_per_file() -> None:
+    # In a long run (span 10 s) a 16 ms line is 0.16% of the span: it still leads its file.
+    lines = [
+        line_report(line=1, gpu_ns=16_000_000),
+        line_report(line=2, gpu_ns=4_000_000),
+        line_report(line=3, gpu_ns=500_000),  # 3% of the hottest line: no hint
+        line_report(  # its own time is small, with its callees it matters
+            line=4,
+            gpu_ns=100_000,
+            inclusive_by_regime_ns={
+                Regime.COMPUTE: 0,
+                Regime.MEMORY: 0,
+                Regime.OVERHEAD: 30_000_000,
+            },
+        ),
+    ]
+    span = 10_000_000_000
+    assert [ln.line for ln in convert.hinted_lines(lines, span, 0.0, 0.05)] == [1, 2, 4]
+    assert [ln.line for ln in convert.hinted_lines(lines, span, 0.0, 0.5)] == [1, 4]
+    # The span threshold still applies when one is set.
+    assert [ln.line for ln in convert.hinted_lines(lines, span, 0.002, 0.05)] == [4]
+
+
+def test_heat_is_each_lines_share_of_the_hottest_line_of_its_file() -> None:
+    index = SourceIndex("a = 1\nb = 2\nc = 3\n")
+    positions = Positions(index, PositionCodec(t.PositionEncodingKind.Utf16))
+    lines = [
+        line_report(line=1, gpu_ns=8_000_000),
+        line_report(line=3, gpu_ns=2_000_000, regime=Regime.MEMORY),
+        line_report(line=7, gpu_ns=9_000_000),  # past the end of the document
+    ]
+    assert convert.heat(lines, positions) == [
+        {"line": 0, "weight": 1.0, "regime": "compute", "ns": 8_000_000},
+        {"line": 2, "weight": 0.25, "regime": "memory", "ns": 2_000_000},
+    ]
 
 
 @pytest.mark.parametrize(
@@ -206,8 +274,8 @@ def test_hints_sit_at_the_end_of_the_line_in_the_clients_units(
     assert len(index.lines[1]) == 18  # code points, trailing blanks included
     positions = Positions(index, PositionCodec(encoding))
     lines = [line_report(line=2), line_report(line=3, gpu_ns=1000), line_report(line=9)]
-    hints = convert.inlay_hints(lines, 20_000_000, 0.01, positions)
-    # Line 3 is under 1% of the span; line 9 is past the end of the document.
+    hints = convert.inlay_hints(lines, 20_000_000, 0.01, positions, 0.05)
+    # Line 3 is under 1% of the span and of the hottest line; line 9 is past the end.
     assert [(h.position.line, h.position.character) for h in hints] == [(1, end)]
 
 

@@ -41,4 +41,5 @@ COMMANDS: tuple[tuple[str, Callable[..., Any]], ...] = (
     (names.CMD_SELECT_TRACE, commands.select_trace),
     (names.CMD_RELOAD, commands.reload),
     (names.CMD_STATUS, commands.status),
+    (names.CMD_HEAT, commands.heat),
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from typing import Any
@@ -39,10 +40,25 @@ def show_function(ls: BrrrServer, *args: Any) -> str | None:
     return text
 
 
-def list_traces(ls: BrrrServer, *args: Any) -> list[dict[str, Any]]:
-    """The trace files the server can show, newest first (the extension's "Open Trace…")."""
-    session = ls.session
-    return [messages.trace_entry(c, session.is_active(c)) for c in session.candidates]
+async def list_traces(ls: BrrrServer, *args: Any) -> list[dict[str, Any]]:
+    """The trace files the server can show, newest first, each with its run (folder) and rank
+    (the extension's "Open Trace…" picker). Off the loop: a rank is read from a file's head."""
+    return await asyncio.to_thread(ls.session.trace_entries)
+
+
+def heat(ls: BrrrServer, *args: Any) -> dict[str, Any]:
+    """The heat of a document's lines: each line's time over that of its file's hottest line
+    (the extension's line backgrounds)."""
+    uri = args[0] if args and isinstance(args[0], str) else None
+    if uri is None:
+        log.debug("heat: expected a document URI, got %r", args)
+        return {"uri": None, "lines": []}
+    if not ls.session.settings.heat:
+        return {"uri": uri, "lines": []}
+    view = ls.session.view(uri, "heat")
+    if view is None:
+        return {"uri": uri, "lines": []}
+    return {"uri": uri, "lines": convert.heat(view.snapshot.lines(view.path), view.positions)}
 
 
 async def select_trace(ls: BrrrServer, *args: Any) -> dict[str, Any] | None:

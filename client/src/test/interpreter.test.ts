@@ -5,6 +5,7 @@ import { describe, test } from 'node:test';
 import {
   analyzeCommand,
   checkInterpreter,
+  bundledWheel,
   checkMessage,
   classifyCheck,
   DEFAULT_PYTHON,
@@ -12,6 +13,7 @@ import {
   execFileOutcome,
   expandVariables,
   IMPORT_CHECK,
+  installArgs,
   installCommand,
   type Interpreter,
   resolveInterpreter,
@@ -140,11 +142,11 @@ describe('checking that brrr_trace imports', () => {
 
 describe('what the user is told', () => {
   test('the install command uses the same interpreter, quoted for the shell', () => {
-    assert.equal(installCommand({ command: '/v/bin/python', args: [], source: 'setting' }, 'linux'),
+    assert.equal(installCommand({ command: '/v/bin/python', args: [], source: 'setting' }, undefined, 'linux'),
       '/v/bin/python -m pip install brrr-trace');
-    assert.equal(installCommand({ command: "/home/o'neil/my env/python", args: [], source: 'setting' }, 'linux'),
+    assert.equal(installCommand({ command: "/home/o'neil/my env/python", args: [], source: 'setting' }, undefined, 'linux'),
       "'/home/o'\\''neil/my env/python' -m pip install brrr-trace");
-    assert.equal(installCommand({ command: 'C:\\Program Files\\Python311\\python.exe', args: [], source: 'setting' }, 'win32'),
+    assert.equal(installCommand({ command: 'C:\\Program Files\\Python311\\python.exe', args: [], source: 'setting' }, undefined, 'win32'),
       "& 'C:\\Program Files\\Python311\\python.exe' -m pip install brrr-trace");
   });
 
@@ -160,6 +162,23 @@ describe('what the user is told', () => {
     const text = checkMessage(python, { ok: false, problem: 'not-installed', detail: '' });
     assert.match(text, /not installed in \/v\/bin\/python \(the Python extension's active environment\)/);
     assert.ok(text.endsWith(installCommand(python)), text);
+  });
+
+  test('not installed, with the wheel the extension carries: that wheel is what pip installs', () => {
+    const python: Interpreter = { command: '/venv/bin/python', args: [], source: 'setting' };
+    const wheel = '/ext/wheels/brrr_trace-0.1.0-py3-none-any.whl';
+    const text = checkMessage(python, { ok: false, problem: 'not-installed', detail: '' }, wheel);
+    assert.match(text, /Install the brrr-trace wheel this extension carries \(its dependencies come from the package index\)/);
+    assert.ok(text.endsWith('/venv/bin/python -m pip install /ext/wheels/brrr_trace-0.1.0-py3-none-any.whl'), text);
+    assert.deepEqual(installArgs(wheel), ['-m', 'pip', 'install', wheel]);
+    assert.deepEqual(installArgs(), ['-m', 'pip', 'install', 'brrr-trace']);
+  });
+
+  test('the bundled wheel is found among the files of its folder, newest version first', () => {
+    assert.equal(bundledWheel(['README', 'brrr_trace-0.1.0-py3-none-any.whl']), 'brrr_trace-0.1.0-py3-none-any.whl');
+    assert.equal(bundledWheel(['brrr_trace-0.9.0-py3-none-any.whl', 'brrr_trace-0.10.0-py3-none-any.whl']),
+      'brrr_trace-0.10.0-py3-none-any.whl');
+    assert.equal(bundledWheel(['brrr_trace-0.1.0.tar.gz', 'other-1.0-py3-none-any.whl']), undefined);
   });
 
   test('no interpreter: the message names the setting to change', () => {

@@ -7,6 +7,8 @@ import {
   CMD_SHOW_SUMMARY,
   formatDuration,
   parseStatus,
+  pickerView,
+  runText,
   shorten,
   statusBarView,
   summaryText,
@@ -29,11 +31,13 @@ describe('parseStatus', () => {
   test("the server's answer", () => {
     assert.deepEqual(parseStatus(LOADED), {
       trace: LOADED.trace, loading: null, error: null, lines: 4, findings: 2, gpuUtilization: 0.7318, spanNs: 23_564_000,
+      run: null, rank: null, traces: 0,
     });
   });
 
   test('anything malformed reads as nothing loaded', () => {
-    const empty = { trace: null, loading: null, error: null, lines: 0, findings: 0, gpuUtilization: null, spanNs: 0 };
+    const empty = { trace: null, loading: null, error: null, lines: 0, findings: 0, gpuUtilization: null, spanNs: 0,
+      run: null, rank: null, traces: 0 };
     assert.deepEqual(parseStatus(undefined), empty);
     assert.deepEqual(parseStatus('x'), empty);
     assert.deepEqual(parseStatus({ trace: 3, lines: 'many', gpuUtilization: Number.NaN }), empty);
@@ -41,6 +45,16 @@ describe('parseStatus', () => {
 });
 
 describe('the status-bar item', () => {
+  test('which run and rank is shown, and the picker when there are several traces', () => {
+    const status = parseStatus({ ...LOADED, run: 'runs/step', rank: 1, traces: 3 });
+    const view = statusBarView({ kind: 'running', status });
+    assert.equal(view.text, '$(pulse) item_in_loop.pt.trace.json.gz · run runs/step · rank 1 · GPU 73%');
+    assert.match(view.tooltip, /item_in_loop\.pt\.trace\.json\.gz \(run runs\/step · rank 1\): GPU 73\.2% busy/);
+    assert.equal(pickerView(status)?.text, '$(list-selection) 3 traces');
+    assert.equal(pickerView(parseStatus({ ...LOADED, traces: 1 })), undefined);
+    assert.equal(runText({ run: '.', rank: null }), '');
+  });
+
   test('loaded: the trace and the GPU utilization; a click shows the summary', () => {
     const view = statusBarView({ kind: 'running', status: parseStatus(LOADED) });
     assert.equal(view.text, '$(pulse) item_in_loop.pt.trace.json.gz · GPU 73%');

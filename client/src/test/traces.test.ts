@@ -41,3 +41,26 @@ describe('formatting', () => {
       ['just now', 'just now', '1 min ago', '3 h ago', '2 days ago']);
   });
 });
+
+describe('runs and ranks', () => {
+  test('grouped by run, ranks in order within a run, a heading per run', () => {
+    const entries = parseTraceEntries([
+      { path: '/ws/runs/a/r1.json', mtimeNs: NOW * 1e6, size: 10, active: false, rank: 1, run: 'runs/a' },
+      { path: '/ws/runs/b/t.json', mtimeNs: NOW * 1e6, size: 10, active: false, rank: null, run: 'runs/b' },
+      { path: '/ws/runs/a/r0.json', mtimeNs: NOW * 1e6, size: 10, active: true, rank: 0, run: 'runs/a' },
+      { path: '/ws/x.json', mtimeNs: NOW * 1e6, size: 10, active: false, rank: 2.5, run: 7 },
+    ]);
+    assert.deepEqual(entries.map((e) => [e.rank, e.run]), [[1, 'runs/a'], [null, 'runs/b'], [0, 'runs/a'], [null, null]]);
+    const picks = tracePicks(entries, (p) => p, NOW);
+    assert.deepEqual(picks.map((p) => [p.label, p.kind]), [
+      ['run: runs/a', -1],
+      ['$(check) rank 0 · r0.json', undefined],
+      ['rank 1 · r1.json', undefined],
+      ['run: runs/b', -1],
+      ['t.json', undefined],
+      ['run: (workspace folder)', -1],
+      ['x.json', undefined],
+      [BROWSE_LABEL, undefined],
+    ]);
+  });
+});
