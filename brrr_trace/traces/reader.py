@@ -19,7 +19,7 @@ import msgspec
 from brrr_trace.errors import NotATraceError
 from brrr_trace.traces.files import open_stream
 from brrr_trace.traces.formats import describe
-from brrr_trace.traces.gunzip import LenientGunzip
+from brrr_trace.traces.gunzip import LenientGunzip, Prefetch
 
 CHUNK_BYTES = 16 << 20
 HEADER_SEARCH_BYTES = 64 << 20
@@ -55,7 +55,10 @@ class ReadState:
     after_events_unreadable: bool = False
 
 
-def _read(stream: BinaryIO | LenientGunzip, size: int) -> bytes:
+Stream = BinaryIO | LenientGunzip | Prefetch
+
+
+def _read(stream: Stream, size: int) -> bytes:
     """Up to ``size`` bytes; a read error or damaged gzip data ends the data (``_damage``)."""
     try:
         return stream.read(size)
@@ -63,8 +66,8 @@ def _read(stream: BinaryIO | LenientGunzip, size: int) -> bytes:
         raise _ReadBroken(error.strerror or str(error)) from error
 
 
-def _damage(stream: BinaryIO | LenientGunzip) -> str | None:
-    return stream.damage if isinstance(stream, LenientGunzip) else None
+def _damage(stream: Stream) -> str | None:
+    return stream.damage if isinstance(stream, LenientGunzip | Prefetch) else None
 
 
 class _ReadBroken(Exception):
@@ -75,8 +78,11 @@ def iter_event_runs(
     path: str, state: ReadState, progress: ProgressFn | None = None
 ) -> Iterator[bytes]:
     """Yield byte runs ``{..}, {..}, ... {..}`` of whole events; fill ``state`` on the way."""
-    raw, stream = open_stream(path)
+    raw, plain = open_stream(path)
     total = os.fstat(raw.fileno()).st_size
+    stream: Stream = plain
+    if isinstance(plain, LenientGunzip):
+        stream = Prefetch(plain, CHUNK_BYTES)
     try:
         yield from _runs(path, raw, stream, total, state, progress)
     finally:
@@ -87,7 +93,7 @@ def iter_event_runs(
 def _runs(
     path: str,
     raw: BinaryIO,
-    stream: BinaryIO | LenientGunzip,
+    stream: Stream,
     total: int,
     state: ReadState,
     progress: ProgressFn | None,
@@ -145,9 +151,7 @@ def _runs(
             yield run
 
 
-def _find_events_start(
-    name: str, stream: BinaryIO | LenientGunzip, first: bytes, state: ReadState, path: str
-) -> int:
+def _find_events_start(name: str, stream: Stream, first: bytes, state: ReadState, path: str) -> int:
     head = first.lstrip(b"\xef\xbb\xbf \t\r\n")
     offset = len(first) - len(head)
     if not head:
