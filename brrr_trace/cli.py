@@ -188,8 +188,6 @@ def _say(message: str) -> None:
 
 def _analyze(args: argparse.Namespace) -> int:
     from brrr_trace.pipeline import analyze
-    from brrr_trace.render import json as render_json
-    from brrr_trace.render import text as render_text
 
     traces = [Path(t) for t in args.traces]
     used_sample = False
@@ -213,12 +211,17 @@ def _analyze(args: argparse.Namespace) -> int:
         for trace in traces:
             with _progress(trace) as progress:
                 reports.append(analyze(trace, options, progress))
+        # Only the renderer asked for is imported: rich costs the JSON output ~50 ms of start.
         if args.format == "json":
+            from brrr_trace.render import json as render_json
+
             if len(reports) == 1:
                 out = render_json.render(reports[0])
             else:
                 out = "[\n" + ",\n".join(render_json.render(r).rstrip() for r in reports) + "\n]\n"
         else:
+            from brrr_trace.render import text as render_text
+
             color = args.output is None and sys.stdout.isatty()
             out = "\n".join(render_text.render(r, top=args.top, color=color) for r in reports)
         if used_sample:
@@ -247,8 +250,6 @@ def _check_input(path: Path) -> None:
 def _diff(args: argparse.Namespace) -> int:
     from brrr_trace.diff import compare
     from brrr_trace.pipeline import analyze
-    from brrr_trace.render import json as render_json
-    from brrr_trace.render import text as render_text
 
     paths = [Path(args.before), Path(args.after)]
     for path in paths:
@@ -261,8 +262,12 @@ def _diff(args: argparse.Namespace) -> int:
                 reports.append(analyze(path, options, progress))
         result = compare(*reports)
         if args.format == "json":
+            from brrr_trace.render import json as render_json
+
             out = render_json.render_diff(result)
         else:
+            from brrr_trace.render import text as render_text
+
             color = args.output is None and sys.stdout.isatty()
             out = render_text.render_diff(result, top=args.top, color=color)
         emit(out)
