@@ -401,6 +401,13 @@ class Columns:
         )
         return start, np.maximum(end, start), valid
 
+    def _drop(self, prefix: str) -> None:
+        """Let a finished table's unsorted columns go: the sorted copies replace them, and a
+        large trace's peak memory is one table's columns twice over, not every table's."""
+        for name, value in list(vars(self).items()):
+            if name.startswith(prefix) and isinstance(value, array):
+                setattr(self, name, array(value.typecode))
+
     def finish(self) -> dict[str, Any]:
         def ids(col: array[int]) -> np.ndarray:
             return np.asarray(col, dtype=np.int64)
@@ -421,6 +428,7 @@ class Columns:
             nbytes=ids(self.g_bytes)[order],
             graph=np.asarray(self.g_graph, dtype=bool)[order],
         )
+        self._drop("g_")
         h_start, h_end, ok = self._ns(self.h_ts, self.h_dur)
         order = _valid(np.argsort(h_start, kind="stable"), ok)
         host = HostCalls(
@@ -430,6 +438,7 @@ class Columns:
             name=ids(self.h_name)[order],
             correlation=ids(self.h_corr)[order],
         )
+        self._drop("h_")
         c_start, c_end, ok = self._ns(self.c_ts, self.c_dur)
         # Outer ops first when two start together, so containment scans see parents first.
         order = _valid(np.lexsort((-c_end, c_start)), ok)
@@ -446,6 +455,7 @@ class Columns:
             concrete_inputs=ids(self.c_concrete)[order],
             call_stack=ids(self.c_stack)[order],
         )
+        self._drop("c_")
         f_start, f_end, ok = self._ns(self.f_ts, self.f_dur)
         order = _valid(np.lexsort((-f_end, f_start)), ok)
         frames = PyFrames(
@@ -455,6 +465,7 @@ class Columns:
             name=ids(self.f_name)[order],
             call_line=ids(self.f_line)[order],
         )
+        self._drop("f_")
         s_start, s_end, ok = self._ns(self.s_ts, self.s_dur)
         order = _valid(np.argsort(s_start, kind="stable"), ok)
         spans = Spans(

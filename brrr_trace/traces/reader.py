@@ -2,7 +2,7 @@
 
 A trace is one JSON object whose ``traceEvents`` array holds nearly all the bytes (or, in the
 legacy format, a bare array). The reader finds the array, then hands out runs of complete
-events cut at object boundaries, a few MiB at a time, so the file is never held whole.
+events cut at object boundaries, 4 MiB at a time, so the file is never held whole.
 """
 
 from __future__ import annotations
@@ -21,7 +21,11 @@ from brrr_trace.traces.files import open_stream
 from brrr_trace.traces.formats import describe
 from brrr_trace.traces.gunzip import LenientGunzip, Prefetch
 
-CHUNK_BYTES = 16 << 20
+# 4 MiB runs: each run is held three or four times over while it is cut and decoded (the
+# pending bytes, the run, the decoder's input, the decoded events), so the run size sets most of
+# the loader's peak memory; 16 MiB runs made the peak 2.6x larger (266 MB against 102 MB on an
+# 85 MB trace) for the same CPU time.
+CHUNK_BYTES = 4 << 20
 HEADER_SEARCH_BYTES = 64 << 20
 MAX_EVENT_BYTES = 64 << 20
 
@@ -135,8 +139,11 @@ def _runs(
         cut = _last_boundary(pending)
         if cut < 0:
             if len(pending) > MAX_EVENT_BYTES:
-                if not pending.strip():
-                    pending = b""
+                # Whitespace (a gzip bomb of spaces), or whitespace and then the array's end
+                # read in the same run: no event at all, however long.
+                stripped = pending.lstrip()
+                if not stripped or stripped[:1] == b"]":
+                    pending = stripped
                     continue
                 raise NotATraceError(
                     f"{name}: found a single event larger than {MAX_EVENT_BYTES >> 20} MiB; "
