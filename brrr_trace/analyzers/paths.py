@@ -106,11 +106,13 @@ class PathMapper:
         self._indexed = set(names)
         folders = [(str(root), _Ignore.empty())]
         visited = 0
-        while folders and visited < MAX_INDEXED_FOLDERS:
+        capped = False
+        while folders and not capped:
             ahead = []
             for folder, ignore in folders:
                 visited += 1
                 if visited > MAX_INDEXED_FOLDERS:
+                    capped = True
                     break
                 ignore = ignore.below(folder)
                 try:
@@ -135,7 +137,7 @@ class PathMapper:
                     ):
                         self._by_name.setdefault(entry.name, []).append(entry.path)
             folders = ahead
-        if folders:
+        if capped:
             self.index_capped = True
             log.info(
                 "source index: stopped after %d folders under %s; pass --source-root to "
