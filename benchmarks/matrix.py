@@ -10,7 +10,8 @@ breakdown. Wall time, CPU time and peak RSS (``os.wait4`` of each child, see big
 
 The traces (built in benchmarks/out/, git-ignored, by big_trace.py's method):
 
-- ``5mb``: tests/data/realcode/h200/gpt_small.json.gz, a real H200 trace (4.9 MB of JSON);
+- ``5mb``: tests/data/realcode/h200/gpt_small.json.gz, a real H200 trace, decompressed to
+  benchmarks/out/gpt_small.json (4.9 MB);
 - ``79mb``, ``0.86gb``, ``4gb``: tests/data/realcode/h200/gpt_medium.json.gz (a real
   with-stack H200 training trace, 30 k events, 7.7 MB as compact JSON) repeated 11, 112 and
   ~520 times, shifted in time, ids offset.
@@ -109,7 +110,15 @@ def run_cli(trace: Path, timeout_s: float) -> Run:
 def build(size: str, out_dir: Path) -> Path:
     gb = SIZES[size]
     if gb is None:
-        return REAL / "gpt_small.json.gz"
+        # Uncompressed, so that orjson.loads reads it as it reads the others.
+        plain = out_dir / "gpt_small.json"
+        if not plain.exists():
+            import gzip
+
+            out_dir.mkdir(parents=True, exist_ok=True)
+            with gzip.open(REAL / "gpt_small.json.gz", "rb") as handle:
+                plain.write_bytes(handle.read())
+        return plain
     trace = out_dir / f"big_{SOURCE.name.split('.')[0]}_{gb:g}gb.json"
     if not trace.exists():
         command = [sys.executable, str(ROOT / "benchmarks" / "big_trace.py"), "--build-only"]
@@ -123,6 +132,9 @@ def main() -> int:
     parser.add_argument("--sizes", nargs="*", default=list(SIZES), choices=list(SIZES))
     parser.add_argument("--hta-python", help="python of a venv with HolisticTraceAnalysis 0.5.0")
     parser.add_argument("--baselines-up-to-gb", type=float, default=1.0)
+    parser.add_argument(
+        "--stages-up-to-gb", type=float, default=1.0, help="the per-stage run, for these only"
+    )
     parser.add_argument("--timeout-s", type=float, default=1800.0)
     parser.add_argument("--out-dir", type=Path, default=OUT)
     args = parser.parse_args()
@@ -150,8 +162,9 @@ def main() -> int:
             f"{size}: brrr-trace analyze {cli.wall_s:.2f} s, {cli.peak_rss_mb:.0f} MB",
             file=sys.stderr,
         )
-        stages = measure("stages", sys.executable, _STAGES, str(trace), args.timeout_s)
-        row["brrr_stages"] = stages.result
+        if json_bytes <= args.stages_up_to_gb * 1e9:
+            stages = measure("stages", sys.executable, _STAGES, str(trace), args.timeout_s)
+            row["brrr_stages"] = stages.result
         baselines = json_bytes <= args.baselines_up_to_gb * 1e9
         if baselines:
             base = measure("orjson.loads", sys.executable, _ORJSON, str(trace), args.timeout_s)
