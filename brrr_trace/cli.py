@@ -264,8 +264,6 @@ def _width() -> int:
 
 def _analyze(args: argparse.Namespace) -> int:
     from brrr_trace.pipeline import analyze
-    from brrr_trace.render import json as render_json
-    from brrr_trace.render import text as render_text
 
     traces = [Path(t) for t in args.traces]
     used_sample = False
@@ -303,17 +301,22 @@ def _analyze(args: argparse.Namespace) -> int:
         for trace in traces:
             with _progress(trace) as progress:
                 reports.append(analyze(trace, options, progress))
+        # Only the renderer asked for is imported: rich costs the JSON output ~50 ms of start.
         if args.format == "html":
             from brrr_trace.render import html as render_html
 
             out = render_html.render(reports[0], options.max_source_bytes)
         elif args.format == "json":
+            from brrr_trace.render import json as render_json
+
             out = render_json.render_many(reports)
         elif args.format == "sarif":
             from brrr_trace.render import sarif
 
             out = sarif.render(reports, source_root or os.getcwd(), options)
         else:
+            from brrr_trace.render import text as render_text
+
             color = args.output is None and _color()
             width = _width() if args.output is None else _DEFAULT_WIDTH
             out = "\n".join(
@@ -368,8 +371,6 @@ def _check_input(path: Path) -> None:
 def _diff(args: argparse.Namespace) -> int:
     from brrr_trace.diff import compare, regressions
     from brrr_trace.pipeline import analyze
-    from brrr_trace.render import json as render_json
-    from brrr_trace.render import text as render_text
 
     paths = [Path(args.before), Path(args.after)]
     for path in paths:
@@ -400,12 +401,16 @@ def _diff(args: argparse.Namespace) -> int:
         # Without a gate, SARIF lists what grew by more than nothing: every regression.
         found = regressions(result, percent or 0.0, options.regression_min_share)
         if args.format == "json":
+            from brrr_trace.render import json as render_json
+
             out = render_json.render_diff(result)
         elif args.format == "sarif":
             from brrr_trace.render import sarif
 
             out = sarif.render_regressions(found, source_root, result.after.trace.path, options)
         else:
+            from brrr_trace.render import text as render_text
+
             color = args.output is None and _color()
             width = _width() if args.output is None else _DEFAULT_WIDTH
             out = render_text.render_diff(result, top=args.top, color=color, width=width)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from brrr_trace.errors import NotATraceError
-from brrr_trace.traces import load
+from brrr_trace.traces import load, reader
 from tests.tracebuilder import frame, kernel, launch, write
 
 GOOD = [frame("train.py(3): step", 0.0, 100.0), launch(1.0, corr=1), kernel("k", 10.0, 5.0, corr=1)]
@@ -118,6 +118,21 @@ def test_gzip_bomb_of_whitespace_inside_the_array_is_bounded(tmp_path: Path) -> 
         out.write(b"]}")
     result = load(path)
     assert len(result.trace.gpu) == 0
+
+
+def test_whitespace_longer_than_an_event_then_the_arrays_end_is_no_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The run that holds the array's "]" is more than MAX_EVENT_BYTES long, all spaces before
+    # it: that is the end of the events, not one event too large.
+    monkeypatch.setattr(reader, "CHUNK_BYTES", 1024)
+    monkeypatch.setattr(reader, "MAX_EVENT_BYTES", 4096)
+    path = tmp_path / "spaces.json"
+    # 17 bytes of head, then spaces: the fifth 1 KiB read holds the "]" and takes the pending
+    # bytes past 4 KiB.
+    path.write_text('{"traceEvents": [' + " " * 4500 + "]}")
+    result = load(path)
+    assert "empty-trace" in kinds(result)
 
 
 def test_truncated_file_keeps_the_whole_events(tmp_path: Path) -> None:

@@ -573,6 +573,7 @@ def _local_files(
         for sid in np.unique(trace.frames.name).tolist()
         if (parsed := parse_frame(trace.strings[sid])) is not None
     }
+    mapper.expect(files)
     if not any(mapper.map(f) for f in files if is_user_file(f, options)):
         return None
     return lambda file: mapper.map(file) is not None

@@ -3,12 +3,20 @@
 
 from __future__ import annotations
 
+import fnmatch
+import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
+log = logging.getLogger("brrr_trace")
+
 _SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", ".tox", "build", "dist"}
-_MAX_FILES = 200_000
+# The walk for files named by the trace stops after this many folders: a source root (or the
+# current folder, the default) may be a home folder or /tmp with 100 000 folders below.
+MAX_INDEXED_FOLDERS = 20_000
 PYTHON_FILES = (".py", ".pyw")
+_IGNORE_FILE = ".gitignore"
 
 
 def _is_windows_abs(path: str) -> bool:
@@ -87,19 +95,70 @@ class PathMapper:
         self.refused: dict[str, str] = {}
         self._by_name: dict[str, list[str]] = {}
         self._cache: dict[str, str | None] = {}
-        if self.root is not None and self.root.is_dir():
-            self._index(self.root)
+        # File names the suffix index holds (those the trace mentions); built on first need.
+        self._wanted: set[str] = set()
+        self._indexed: set[str] | None = None
+        self.index_capped = False
 
-    def _index(self, root: Path) -> None:
-        count = 0
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".")]
-            for name in files:
-                if name.endswith(".py"):
-                    self._by_name.setdefault(name, []).append(os.path.join(folder, name))
-                    count += 1
-            if count > _MAX_FILES:
-                break
+    def expect(self, trace_paths: Iterable[str]) -> None:
+        """The trace paths that will be asked for: the index is built for their file names
+        only, in one walk, the first time a path is not found directly."""
+        self._wanted.update(_file_name(p) for p in trace_paths)
+
+    def _candidates(self, name: str) -> list[str]:
+        if self.root is None or not self.root.is_dir():
+            return []
+        if self._indexed is None or name not in self._indexed:
+            self._wanted.add(name)
+            self._index(self.root, frozenset(self._wanted))
+        return self._by_name.get(name, [])
+
+    def _index(self, root: Path, names: frozenset[str]) -> None:
+        """Where under ``root`` the files called ``names`` are: breadth first, the ignore files'
+        folders and files left out, at most ``MAX_INDEXED_FOLDERS`` folders."""
+        self._by_name = {}
+        self._indexed = set(names)
+        folders = [(str(root), _Ignore.empty())]
+        visited = 0
+        capped = False
+        while folders and not capped:
+            ahead = []
+            for folder, ignore in folders:
+                visited += 1
+                if visited > MAX_INDEXED_FOLDERS:
+                    capped = True
+                    break
+                ignore = ignore.below(folder)
+                try:
+                    entries = sorted(os.scandir(folder), key=lambda e: e.name)
+                except OSError:
+                    continue
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if is_dir:
+                        name = entry.name
+                        if name in _SKIP_DIRS or name.startswith("."):
+                            continue
+                        if not ignore.ignores(entry.path, True):
+                            ahead.append((entry.path, ignore))
+                    elif (
+                        entry.name in names
+                        and entry.name.endswith(".py")
+                        and not ignore.ignores(entry.path, False)
+                    ):
+                        self._by_name.setdefault(entry.name, []).append(entry.path)
+            folders = ahead
+        if capped:
+            self.index_capped = True
+            log.info(
+                "source index: stopped after %d folders under %s; pass --source-root to "
+                "the project's own folder",
+                MAX_INDEXED_FOLDERS,
+                root,
+            )
 
     def map(self, trace_path: str) -> str | None:
         if trace_path in self._cache:
@@ -151,9 +210,7 @@ class PathMapper:
     def _by_suffix(self, normalized: str) -> str | None:
         parts = normalized.split("/")
         # One file reached through a link is one candidate, not a tie.
-        candidates = list(
-            {os.path.realpath(c): c for c in self._by_name.get(parts[-1], [])}.values()
-        )
+        candidates = list({os.path.realpath(c): c for c in self._candidates(parts[-1])}.values())
         best, best_len, tie = None, 0, False
         for candidate in candidates:
             cparts = candidate.replace("\\", "/").split("/")
@@ -175,3 +232,55 @@ class PathMapper:
         if relative and best_len < len([p for p in parts if p not in ("", ".")]):
             return None
         return best
+
+
+def _file_name(trace_path: str) -> str:
+    return trace_path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+class _Ignore:
+    """The patterns of the ``.gitignore`` files from the source root down to one folder.
+
+    The common forms only: ``name``, ``*.ext``, ``dir/``, ``/anchored``, ``a/b`` and ``**``;
+    a ``!`` exception is not honoured, so an ignored folder stays ignored (what is walked can
+    only shrink)."""
+
+    def __init__(self, rules: tuple[tuple[str, str, bool, bool], ...]) -> None:
+        # (folder of the ignore file, pattern, anchored, folders only)
+        self.rules = rules
+
+    @staticmethod
+    def empty() -> _Ignore:
+        return _Ignore(())
+
+    def below(self, folder: str) -> _Ignore:
+        try:
+            with open(os.path.join(folder, _IGNORE_FILE), encoding="utf-8", errors="replace") as f:
+                lines = f.read(1 << 20).splitlines()
+        except OSError:
+            return self
+        rules = list(self.rules)
+        for line in lines:
+            text = line.strip()
+            if not text or text.startswith(("#", "!")):
+                continue
+            only_dirs = text.endswith("/")
+            text = text.rstrip("/")
+            anchored = "/" in text
+            rules.append((folder, text.lstrip("/"), anchored, only_dirs))
+        return _Ignore(tuple(rules))
+
+    def ignores(self, path: str, is_dir: bool) -> bool:
+        name = os.path.basename(path)
+        for base, pattern, anchored, only_dirs in self.rules:
+            if only_dirs and not is_dir:
+                continue
+            if anchored:
+                relative = os.path.relpath(path, base).replace(os.sep, "/")
+                if fnmatch.fnmatchcase(relative, pattern) or fnmatch.fnmatchcase(
+                    relative, pattern.replace("**/", "")
+                ):
+                    return True
+            elif fnmatch.fnmatchcase(name, pattern):
+                return True
+        return False

@@ -136,7 +136,7 @@ class Columns:
         self.strings: list[str] = []
         self._string_ids: dict[str, int] = {}
         self.values: list[bytes] = []
-        self._value_ids: dict[bytes, int] = {}
+        self._value_ids: dict[bytes, int] = {b"": NO_ID, b"null": NO_ID}
         self.thread_keys: list[tuple[Any, Any]] = []
         self._thread_ids: dict[tuple[Any, Any], int] = {}
         self.thread_names: dict[tuple[Any, Any], str] = {}
@@ -193,10 +193,8 @@ class Columns:
             self.strings.append(text)
         return found
 
-    def _value(self, value: Any) -> int:
-        raw = bytes(value) if isinstance(value, msgspec.Raw) else msgspec.json.encode(value)
-        if not raw or raw == b"null":
-            return NO_ID
+    def _value(self, raw: bytes) -> int:
+        """The id of a value by its JSON text (b"" and b"null", no value, are NO_ID)."""
         found = self._value_ids.get(raw)
         if found is None:
             found = self._value_ids[raw] = len(self.values)
@@ -224,6 +222,17 @@ class Columns:
         exact = self.exact
         f_thread, f_name, f_ts = self.f_thread.append, self.f_name.append, self.f_ts.append
         f_dur, f_line = self.f_dur.append, self.f_line.append
+        c_thread, c_name, c_ann = self.c_thread.append, self.c_name.append, self.c_ann.append
+        c_ts, c_dur, c_seq, c_fwd = (
+            self.c_ts.append,
+            self.c_dur.append,
+            self.c_seq.append,
+            self.c_fwd.append,
+        )
+        c_dims, c_types = self.c_dims.append, self.c_types.append
+        c_concrete, c_stack = self.c_concrete.append, self.c_stack.append
+        c_coll = self.c_coll.append
+        value_ids, value = self._value_ids, self._value
         self.events += len(events)
         for ev in events:
             ph = ev.ph
@@ -258,30 +267,39 @@ class Columns:
                 f_dur(dur)
                 f_line(NO_ID if args is None or args.call_line is None else _as_int(args.call_line))
             elif table in (_CPU, _ANNOTATION):
-                self.c_thread.append(thread(*key))
-                self.c_name.append(intern(name))
-                self.c_ann.append(table == _ANNOTATION)
-                self.c_ts.append(ts)
-                self.c_dur.append(dur)
+                tix = thread_ids.get(key)
+                c_thread(tix if tix is not None else thread(*key))
+                nix = intern_ids.get(name) if type(name) is str else None
+                c_name(nix if nix is not None else intern(name))
+                c_ann(table == _ANNOTATION)
+                c_ts(ts)
+                c_dur(dur)
                 if args is None:
-                    self.c_seq.append(NO_ID)
-                    self.c_fwd.append(NO_ID)
-                    self.c_dims.append(NO_ID)
-                    self.c_types.append(NO_ID)
-                    self.c_concrete.append(NO_ID)
-                    self.c_stack.append(NO_ID)
-                    self.c_coll.append(NO_ID)
+                    c_seq(NO_ID)
+                    c_fwd(NO_ID)
+                    c_dims(NO_ID)
+                    c_types(NO_ID)
+                    c_concrete(NO_ID)
+                    c_stack(NO_ID)
+                    c_coll(NO_ID)
                 else:
-                    self.c_seq.append(_as_int(args.sequence))
-                    self.c_fwd.append(_as_int(args.fwd_thread))
+                    seq, fwd = args.sequence, args.fwd_thread
+                    c_seq(NO_ID if seq is None else _as_int(seq))
+                    c_fwd(NO_ID if fwd is None else _as_int(fwd))
                     dims = args.input_dims if len(args.input_dims) else args.input_dims_legacy
-                    self.c_dims.append(self._value(dims))
-                    self.c_types.append(self._value(args.input_types))
-                    self.c_concrete.append(self._value(args.concrete_inputs))
+                    # Values by their JSON text; b"" (absent) and b"null" are seeded as NO_ID.
+                    raw = bytes(dims)
+                    vix = value_ids.get(raw)
+                    c_dims(vix if vix is not None else value(raw))
+                    raw = bytes(args.input_types)
+                    vix = value_ids.get(raw)
+                    c_types(vix if vix is not None else value(raw))
+                    raw = bytes(args.concrete_inputs)
+                    vix = value_ids.get(raw)
+                    c_concrete(vix if vix is not None else value(raw))
                     stack = args.call_stack
-                    whole = self._intern_whole
-                    self.c_stack.append(whole(stack) if isinstance(stack, str) else NO_ID)
-                    self.c_coll.append(self._collective(args))
+                    c_stack(self._intern_whole(stack) if isinstance(stack, str) else NO_ID)
+                    c_coll(self._collective(args))
             elif table == _HOST:
                 self.h_thread.append(thread(*key))
                 self.h_name.append(intern(name))
@@ -301,14 +319,16 @@ class Columns:
         if args.collective is None:
             return NO_ID
         return self._value(
-            [
-                args.collective,
-                args.in_nelems,
-                args.out_nelems,
-                args.dtype,
-                args.group_name,
-                args.group_size,
-            ]
+            msgspec.json.encode(
+                [
+                    args.collective,
+                    args.in_nelems,
+                    args.out_nelems,
+                    args.dtype,
+                    args.group_name,
+                    args.group_size,
+                ]
+            )
         )
 
     def _unusual_category(self, ev: Any) -> tuple[int, str]:
@@ -402,6 +422,13 @@ class Columns:
         )
         return start, np.maximum(end, start), valid
 
+    def _drop(self, prefix: str) -> None:
+        """Let a finished table's unsorted columns go: the sorted copies replace them, and a
+        large trace's peak memory is one table's columns twice over, not every table's."""
+        for name, value in list(vars(self).items()):
+            if name.startswith(prefix) and isinstance(value, array):
+                setattr(self, name, array(value.typecode))
+
     def finish(self) -> dict[str, Any]:
         def ids(col: array[int]) -> np.ndarray:
             return np.asarray(col, dtype=np.int64)
@@ -422,6 +449,7 @@ class Columns:
             nbytes=ids(self.g_bytes)[order],
             graph=np.asarray(self.g_graph, dtype=bool)[order],
         )
+        self._drop("g_")
         h_start, h_end, ok = self._ns(self.h_ts, self.h_dur)
         order = _valid(np.argsort(h_start, kind="stable"), ok)
         host = HostCalls(
@@ -431,6 +459,7 @@ class Columns:
             name=ids(self.h_name)[order],
             correlation=ids(self.h_corr)[order],
         )
+        self._drop("h_")
         c_start, c_end, ok = self._ns(self.c_ts, self.c_dur)
         # Outer ops first when two start together, so containment scans see parents first.
         order = _valid(np.lexsort((-c_end, c_start)), ok)
@@ -448,6 +477,7 @@ class Columns:
             call_stack=ids(self.c_stack)[order],
             collective=ids(self.c_coll)[order],
         )
+        self._drop("c_")
         f_start, f_end, ok = self._ns(self.f_ts, self.f_dur)
         order = _valid(np.lexsort((-f_end, f_start)), ok)
         frames = PyFrames(
@@ -457,6 +487,7 @@ class Columns:
             name=ids(self.f_name)[order],
             call_line=ids(self.f_line)[order],
         )
+        self._drop("f_")
         s_start, s_end, ok = self._ns(self.s_ts, self.s_dur)
         order = _valid(np.argsort(s_start, kind="stable"), ok)
         spans = Spans(

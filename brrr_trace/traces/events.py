@@ -20,7 +20,7 @@ Scalar = int | float | str | None
 NO_RAW = msgspec.Raw(b"")
 
 
-class RawArgs(msgspec.Struct, omit_defaults=True):
+class RawArgs(msgspec.Struct, omit_defaults=True, gc=False):
     correlation: Scalar = None
     device: Scalar = None
     stream: Scalar = None
@@ -49,7 +49,7 @@ class RawArgs(msgspec.Struct, omit_defaults=True):
 NAN = float("nan")
 
 
-class RawEvent(msgspec.Struct):
+class RawEvent(msgspec.Struct, gc=False):
     """The fast path: ``ts``/``dur`` must be JSON numbers; anything else takes the slow path."""
 
     ph: Any = None
@@ -68,7 +68,7 @@ class ExactNumber(str):
     __slots__ = ()
 
 
-class ExactRawEvent(msgspec.Struct):
+class ExactRawEvent(msgspec.Struct, gc=False):
     ph: Any = None
     cat: Any = None
     name: Any = None

@@ -9,6 +9,8 @@ damage is noted in ``damage`` and reading simply ends there.
 from __future__ import annotations
 
 import contextlib
+import queue
+import threading
 import zlib
 from typing import BinaryIO
 
@@ -88,3 +90,58 @@ class LenientGunzip:
             self._carry = rest
         else:
             self._done = True  # bytes after the last member that are not gzip: not the trace
+
+
+class Prefetch:
+    """Decompresses ahead, in a thread, while the caller decodes what came before.
+
+    zlib releases the GIL while it inflates, so on two cores the inflating of the next run
+    overlaps the decoding of this one. At most ``depth`` runs wait, so memory stays bounded.
+    Reads must all ask for the same ``size``; an error in the thread is raised by ``read``."""
+
+    def __init__(self, stream: LenientGunzip, size: int, depth: int = 1) -> None:
+        self._stream = stream
+        self._size = size
+        self._ready: queue.Queue[bytes | BaseException] = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._ended = False
+        self._thread = threading.Thread(target=self._fill, name="brrr-gunzip", daemon=True)
+        self._thread.start()
+
+    @property
+    def damage(self) -> str | None:
+        return self._stream.damage
+
+    def _fill(self) -> None:
+        while not self._stop.is_set():
+            try:
+                data: bytes | BaseException = self._stream.read(self._size)
+            except BaseException as error:  # handed to the reader, raised there
+                data = error
+            while not self._stop.is_set():
+                try:
+                    self._ready.put(data, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+            if not isinstance(data, bytes) or not data:
+                return
+
+    def read(self, size: int) -> bytes:
+        if size != self._size:
+            raise ValueError(f"Prefetch reads {self._size} bytes at a time, not {size}")
+        if self._ended:
+            return b""
+        data = self._ready.get()
+        if isinstance(data, BaseException):
+            self._ended = True
+            raise data
+        if not data:
+            self._ended = True
+            self._thread.join()
+        return data
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._stream.close()

@@ -2,7 +2,7 @@
 
 A trace is one JSON object whose ``traceEvents`` array holds nearly all the bytes (or, in the
 legacy format, a bare array). The reader finds the array, then hands out runs of complete
-events cut at object boundaries, a few MiB at a time, so the file is never held whole.
+events cut at object boundaries, 4 MiB at a time, so the file is never held whole.
 """
 
 from __future__ import annotations
@@ -19,9 +19,13 @@ import msgspec
 from brrr_trace.errors import NotATraceError
 from brrr_trace.traces.files import open_stream
 from brrr_trace.traces.formats import describe
-from brrr_trace.traces.gunzip import LenientGunzip
+from brrr_trace.traces.gunzip import LenientGunzip, Prefetch
 
-CHUNK_BYTES = 16 << 20
+# 4 MiB runs: each run is held three or four times over while it is cut and decoded (the
+# pending bytes, the run, the decoder's input, the decoded events), so the run size sets most of
+# the loader's peak memory; 16 MiB runs made the peak 2.6x larger (266 MB against 102 MB on an
+# 85 MB trace) for the same CPU time.
+CHUNK_BYTES = 4 << 20
 HEADER_SEARCH_BYTES = 64 << 20
 MAX_EVENT_BYTES = 64 << 20
 
@@ -55,7 +59,10 @@ class ReadState:
     after_events_unreadable: bool = False
 
 
-def _read(stream: BinaryIO | LenientGunzip, size: int) -> bytes:
+Stream = BinaryIO | LenientGunzip | Prefetch
+
+
+def _read(stream: Stream, size: int) -> bytes:
     """Up to ``size`` bytes; a read error or damaged gzip data ends the data (``_damage``)."""
     try:
         return stream.read(size)
@@ -63,8 +70,8 @@ def _read(stream: BinaryIO | LenientGunzip, size: int) -> bytes:
         raise _ReadBroken(error.strerror or str(error)) from error
 
 
-def _damage(stream: BinaryIO | LenientGunzip) -> str | None:
-    return stream.damage if isinstance(stream, LenientGunzip) else None
+def _damage(stream: Stream) -> str | None:
+    return stream.damage if isinstance(stream, LenientGunzip | Prefetch) else None
 
 
 class _ReadBroken(Exception):
@@ -75,8 +82,11 @@ def iter_event_runs(
     path: str, state: ReadState, progress: ProgressFn | None = None
 ) -> Iterator[bytes]:
     """Yield byte runs ``{..}, {..}, ... {..}`` of whole events; fill ``state`` on the way."""
-    raw, stream = open_stream(path)
+    raw, plain = open_stream(path)
     total = os.fstat(raw.fileno()).st_size
+    stream: Stream = plain
+    if isinstance(plain, LenientGunzip):
+        stream = Prefetch(plain, CHUNK_BYTES)
     try:
         yield from _runs(path, raw, stream, total, state, progress)
     finally:
@@ -87,7 +97,7 @@ def iter_event_runs(
 def _runs(
     path: str,
     raw: BinaryIO,
-    stream: BinaryIO | LenientGunzip,
+    stream: Stream,
     total: int,
     state: ReadState,
     progress: ProgressFn | None,
@@ -129,8 +139,11 @@ def _runs(
         cut = _last_boundary(pending)
         if cut < 0:
             if len(pending) > MAX_EVENT_BYTES:
-                if not pending.strip():
-                    pending = b""
+                # Whitespace (a gzip bomb of spaces), or whitespace and then the array's end
+                # read in the same run: no event at all, however long.
+                stripped = pending.lstrip()
+                if not stripped or stripped[:1] == b"]":
+                    pending = stripped
                     continue
                 raise NotATraceError(
                     f"{name}: found a single event larger than {MAX_EVENT_BYTES >> 20} MiB; "
@@ -145,9 +158,7 @@ def _runs(
             yield run
 
 
-def _find_events_start(
-    name: str, stream: BinaryIO | LenientGunzip, first: bytes, state: ReadState, path: str
-) -> int:
+def _find_events_start(name: str, stream: Stream, first: bytes, state: ReadState, path: str) -> int:
     head = first.lstrip(b"\xef\xbb\xbf \t\r\n")
     offset = len(first) - len(head)
     if not head:
