@@ -1,0 +1,368 @@
+"""Across the ranks of one run: who waits in each collective, for whom, and why (docs/architecture.md
+§12).
+
+Each rank's worker reduces its trace to a ``RankPiece`` (its steps, its collectives, its lines'
+times: never its events); ``merge`` matches the collectives of all ranks and charges the wait.
+
+A collective call is matched across ranks by its process group and its order in the group,
+checked by its name and (where every rank's size is fixed) its size. Clocks of different hosts
+disagree, so the wait is measured without them: a rank's time in a matched call minus the
+shortest time any rank spent in it. The rank with the shortest time arrived last (the others
+were already waiting when it came); that shortest time is what moving the data took.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from brrr_trace.analyzers.steps import profiler_steps
+from brrr_trace.traces.model import Trace
+
+# Collectives whose message size is per rank (each rank sends its own split).
+_VARIABLE_SIZE = ("alltoall", "all_to_all", "allgather_v", "send", "recv", "gather", "scatter")
+
+
+class Collective(Protocol):
+    """The fields of ``analyzers.collectives.CollectiveCall`` the merge reads."""
+
+    @property
+    def group(self) -> str: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def bytes(self) -> int | None: ...
+    @property
+    def step(self) -> int | None: ...
+    @property
+    def host_start_ns(self) -> int: ...
+    @property
+    def host_end_ns(self) -> int: ...
+    @property
+    def kernel_start_ns(self) -> int | None: ...
+    @property
+    def kernel_end_ns(self) -> int | None: ...
+    @property
+    def line(self) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StepTime:
+    number: int | None  # ProfilerStep#N; None: the whole trace, which has no steps
+    start_ns: int
+    end_ns: int
+    compute_ns: int  # GPU busy time outside collective kernels, in the step
+
+
+@dataclass(frozen=True, slots=True)
+class LineTime:
+    file: str
+    path: str | None
+    line: int
+    function: str
+    total_ns: int  # the line's GPU time plus the idle charged to it, on this rank
+
+
+@dataclass(frozen=True, slots=True)
+class RankPiece:
+    """What one rank's worker sends back: small, whatever the trace's size."""
+
+    rank: int
+    path: str
+    span_ns: int
+    steps: tuple[StepTime, ...]
+    collectives: tuple[Collective, ...]
+    lines: tuple[LineTime, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RankStep:
+    step: int | None
+    compute_ns: int
+    wait_ns: int  # in collectives, for ranks that came later
+    transfer_ns: int  # in collectives, moving data (the fastest rank's time in the same calls)
+
+
+@dataclass(frozen=True, slots=True)
+class RankTimes:
+    rank: int
+    path: str
+    compute_ns: int
+    wait_ns: int
+    transfer_ns: int
+    late_calls: int  # matched calls this rank arrived at last (the others waited for it)
+    steps: tuple[RankStep, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LineSpread:
+    file: str
+    path: str | None
+    line: int
+    function: str
+    p50_ns: int
+    max_ns: int
+    max_rank: int
+    ranks: int  # ranks that ran the line
+
+
+@dataclass(frozen=True, slots=True)
+class LateLine:
+    file: str
+    path: str | None
+    line: int
+    function: str
+    excess_ns: int  # the straggler's time on the line above the other ranks' median
+
+
+@dataclass(frozen=True, slots=True)
+class Straggler:
+    rank: int
+    late_ns: int  # per matched call it came last to, the longest wait it caused, summed
+    others_wait_ns: int  # every other rank's wait in those calls, summed
+    calls: int
+    per_call_late_ns: int  # the median of those longest waits
+    agrees_with_clock: float | None  # share of those calls it also started last by the clock
+    lines: tuple[LateLine, ...]
+    collective_lines: tuple[str, ...]  # "path.py:LINE" of the calls the others waited in
+
+
+@dataclass(frozen=True, slots=True)
+class CrossRank:
+    ranks: tuple[RankTimes, ...]
+    matched_calls: int
+    unmatched_calls: int  # calls some rank has and another lacks, or with another name or size
+    stragglers: tuple[Straggler, ...]  # largest late time first
+    line_spread: tuple[LineSpread, ...]  # by max_ns, descending
+
+
+def call_ns(call: Collective) -> int:
+    """Time the rank spent in the call: its kernel's, else (gloo, CPU) its host op's."""
+    if call.kernel_start_ns is not None and call.kernel_end_ns is not None:
+        return max(0, call.kernel_end_ns - call.kernel_start_ns)
+    return max(0, call.host_end_ns - call.host_start_ns)
+
+
+def _arrival_ns(call: Collective) -> int:
+    return call.kernel_start_ns if call.kernel_start_ns is not None else call.host_start_ns
+
+
+def _sizes_agree(calls: Sequence[Collective]) -> bool:
+    name = calls[0].name.lower()
+    if any(tag in name for tag in _VARIABLE_SIZE):
+        return True
+    sizes = {c.bytes for c in calls if c.bytes is not None}
+    return len(sizes) <= 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Match:
+    ns: tuple[int, ...]  # per rank (in piece order), time in the call
+    calls: tuple[Collective, ...]
+
+
+def _matches(pieces: Sequence[RankPiece]) -> tuple[list[_Match], int]:
+    keyed = [{(c.group, c.index): c for c in p.collectives} for p in pieces]
+    keys = set().union(*keyed) if keyed else set()
+    matched: list[_Match] = []
+    unmatched = 0
+    for key in sorted(keys):
+        calls = [k.get(key) for k in keyed]
+        present = [c for c in calls if c is not None]
+        if len(present) < len(calls) or len({c.name for c in present}) > 1:
+            unmatched += len(present)
+            continue
+        if not _sizes_agree(present):
+            unmatched += len(present)
+            continue
+        matched.append(_Match(tuple(call_ns(c) for c in present), tuple(present)))
+    return matched, unmatched
+
+
+def merge(
+    pieces: Sequence[RankPiece], min_wait_ns: int, late_lines: int = 5, spread_lines: int = 50
+) -> CrossRank:
+    """Match the ranks' collectives, charge each rank's wait, name the stragglers."""
+    pieces = sorted(pieces, key=lambda p: p.rank)
+    matched, unmatched = _matches(pieces)
+    n = len(pieces)
+    wait: dict[tuple[int, int | None], int] = {}
+    transfer: dict[tuple[int, int | None], int] = {}
+    late_by = [[] for _ in range(n)]  # per rank: (longest wait caused, others' wait, call)
+    for match in matched:
+        fastest = min(match.ns)
+        last = match.ns.index(fastest)
+        for r, (ns, call) in enumerate(zip(match.ns, match.calls, strict=True)):
+            key = (r, call.step)
+            wait[key] = wait.get(key, 0) + ns - fastest
+            transfer[key] = transfer.get(key, 0) + fastest
+        caused = max(match.ns) - fastest
+        if n > 1 and caused >= min_wait_ns:
+            late_by[last].append((caused, sum(match.ns) - n * fastest, match))
+
+    times = []
+    for r, piece in enumerate(pieces):
+        steps = piece.steps or (StepTime(None, 0, piece.span_ns, 0),)
+        known = {s.number for s in steps}
+        rows = []
+        for step in steps:
+            # Calls outside every step (before the first, or with no step) go with the first.
+            keys = [k for k in wait if k[0] == r and (k[1] == step.number or (
+                step is steps[0] and k[1] not in known))]
+            rows.append(
+                RankStep(
+                    step=step.number,
+                    compute_ns=step.compute_ns,
+                    wait_ns=sum(wait[k] for k in keys),
+                    transfer_ns=sum(transfer[k] for k in keys),
+                )
+            )
+        times.append(
+            RankTimes(
+                rank=piece.rank,
+                path=piece.path,
+                compute_ns=sum(s.compute_ns for s in rows),
+                wait_ns=sum(s.wait_ns for s in rows),
+                transfer_ns=sum(s.transfer_ns for s in rows),
+                late_calls=len(late_by[r]),
+                steps=tuple(rows),
+            )
+        )
+
+    stragglers = []
+    for r, piece in enumerate(pieces):
+        caused = late_by[r]
+        if not caused:
+            continue
+        late = sum(c for c, _, _ in caused)
+        if late < min_wait_ns:
+            continue
+        by_clock = [
+            _arrival_ns(m.calls[r]) >= max(_arrival_ns(c) for c in m.calls) for _, _, m in caused
+        ]
+        stragglers.append(
+            Straggler(
+                rank=piece.rank,
+                late_ns=late,
+                others_wait_ns=sum(o for _, o, _ in caused),
+                calls=len(caused),
+                per_call_late_ns=int(np.median([c for c, _, _ in caused])),
+                agrees_with_clock=sum(by_clock) / len(by_clock) if by_clock else None,
+                lines=_late_lines(pieces, r, late_lines),
+                collective_lines=tuple(
+                    dict.fromkeys(
+                        c.line for _, _, m in caused for c in m.calls if c.line is not None
+                    )
+                )[:late_lines],
+            )
+        )
+    stragglers.sort(key=lambda s: -s.late_ns)
+    return CrossRank(
+        ranks=tuple(times),
+        matched_calls=len(matched),
+        unmatched_calls=unmatched,
+        stragglers=tuple(stragglers),
+        line_spread=_spread(pieces, spread_lines),
+    )
+
+
+_LineId = tuple[str, int, str]
+
+
+def _by_line(piece: RankPiece) -> dict[_LineId, LineTime]:
+    return {(lt.file, lt.line, lt.function): lt for lt in piece.lines}
+
+
+def _late_lines(pieces: Sequence[RankPiece], late: int, count: int) -> tuple[LateLine, ...]:
+    """The straggler's lines that took longer on it than the median of the other ranks."""
+    own = _by_line(pieces[late])
+    others = [_by_line(p) for i, p in enumerate(pieces) if i != late]
+    out = []
+    for key, mine in own.items():
+        typical = float(np.median([o[key].total_ns if key in o else 0 for o in others]))
+        excess = int(mine.total_ns - typical)
+        if excess > 0:
+            out.append(LateLine(mine.file, mine.path, mine.line, mine.function, excess))
+    out.sort(key=lambda ln: (-ln.excess_ns, ln.file, ln.line))
+    return tuple(out[:count])
+
+
+def _spread(pieces: Sequence[RankPiece], count: int) -> tuple[LineSpread, ...]:
+    per_rank = [_by_line(p) for p in pieces]
+    keys: dict[_LineId, LineTime] = {}
+    for lines in per_rank:
+        for key, lt in lines.items():
+            keys.setdefault(key, lt)
+    out = []
+    for key, first in keys.items():
+        values = [lines[key].total_ns if key in lines else 0 for lines in per_rank]
+        top = int(np.argmax(values))
+        out.append(
+            LineSpread(
+                file=first.file,
+                path=first.path,
+                line=first.line,
+                function=first.function,
+                p50_ns=int(np.median(values)),
+                max_ns=values[top],
+                max_rank=pieces[top].rank,
+                ranks=sum(1 for lines in per_rank if key in lines),
+            )
+        )
+    out.sort(key=lambda s: (-s.max_ns, s.file, s.line))
+    return tuple(out[:count])
+
+
+_COLLECTIVE_KERNEL = ("nccl", "rccl", "c10d", "gloo")
+
+
+def step_times(trace: Trace) -> tuple[StepTime, ...]:
+    """Each ProfilerStep's range and the GPU busy time in it outside collective kernels (the whole
+    trace as one step when it has none)."""
+    gpu = trace.gpu
+    names = np.array(
+        [any(tag in text.lower() for tag in _COLLECTIVE_KERNEL) for text in trace.strings],
+        dtype=bool,
+    )
+    compute = ~names[gpu.name] if len(gpu) and len(names) else np.ones(len(gpu), dtype=bool)
+    starts, ends = gpu.start_ns[compute], gpu.end_ns[compute]
+    ranges = profiler_steps(trace)
+    numbers: list[int | None] = []
+    for start, _ in ranges:
+        numbers.append(_step_number(trace, start))
+    if not ranges:
+        span = (int(gpu.start_ns.min()), int(gpu.end_ns.max())) if len(gpu) else (0, 0)
+        ranges, numbers = [span], [None]
+    return tuple(
+        StepTime(number, a, b, _busy_within(starts, ends, a, b))
+        for number, (a, b) in zip(numbers, ranges, strict=True)
+    )
+
+
+def _step_number(trace: Trace, start_ns: int) -> int | None:
+    cpu = trace.cpu_ops
+    rows = np.flatnonzero(cpu.annotation & (cpu.start_ns == start_ns))
+    for row in rows.tolist():
+        text = trace.strings[cpu.name[row]]
+        if text.startswith("ProfilerStep#") and text[13:].isdigit():
+            return int(text[13:])
+    return None
+
+
+def _busy_within(starts: np.ndarray, ends: np.ndarray, lo: int, hi: int) -> int:
+    """Length of the union of the intervals, clipped to [lo, hi)."""
+    a = np.clip(starts, lo, hi)
+    b = np.clip(ends, lo, hi)
+    keep = b > a
+    a, b = a[keep], b[keep]
+    if not len(a):
+        return 0
+    order = np.argsort(a, kind="stable")
+    a, b = a[order], np.maximum.accumulate(b[order])
+    gaps = np.maximum(0, a[1:] - b[:-1])
+    return int(b[-1] - a[0] - gaps.sum())
