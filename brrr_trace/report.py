@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from brrr_trace.analyzers.crossrank import CrossRank
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
 SCHEMA_VERSION = 1
@@ -147,6 +148,17 @@ class StepsReport:
 
 
 @dataclass(frozen=True)
+class RunInfo:
+    """One run of a folder of traces: its ranks, or a single trace without rank information."""
+
+    index: int  # 0: the oldest run of the folder
+    ranks: tuple[int, ...]
+    world_size: int | None
+    backend: str | None
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Report:
     tool_version: str
     trace: TraceInfo
@@ -159,4 +171,9 @@ class Report:
     # guess silently).
     unmapped_files: tuple[str, ...] = ()
     steps: StepsReport | None = None
+    # A folder of traces: its runs, the one this report covers, and across that run's ranks the
+    # time each waits in collectives and the line spread (docs/architecture.md §12).
+    runs: tuple[RunInfo, ...] = ()
+    run: int | None = None
+    cross_rank: CrossRank | None = None
     schema_version: int = SCHEMA_VERSION

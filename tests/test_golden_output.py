@@ -348,7 +348,10 @@ JSON = r"""{
   "unmapped_files": [
     "train.py"
   ],
-  "steps": null
+  "steps": null,
+  "runs": [],
+  "run": null,
+  "cross_rank": null
 }
 """
 

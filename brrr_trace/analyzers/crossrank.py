@@ -1,5 +1,5 @@
-"""Across the ranks of one run: who waits in each collective, for whom, and why (docs/architecture.md
-§12).
+"""Across the ranks of one run: who waits in each collective, for whom, and why
+(docs/architecture.md §12).
 
 Each rank's worker reduces its trace to a ``RankPiece`` (its steps, its collectives, its lines'
 times: never its events); ``merge`` matches the collectives of all ranks and charges the wait.
@@ -212,8 +212,11 @@ def merge(
         rows = []
         for step in steps:
             # Calls outside every step (before the first, or with no step) go with the first.
-            keys = [k for k in wait if k[0] == r and (k[1] == step.number or (
-                step is steps[0] and k[1] not in known))]
+            keys = [
+                k
+                for k in wait
+                if k[0] == r and (k[1] == step.number or (step is steps[0] and k[1] not in known))
+            ]
             rows.append(
                 RankStep(
                     step=step.number,

@@ -150,7 +150,9 @@ def group_runs(files: list[RankFile], start_tolerance_ns: int) -> list[Run]:
             runs.append(home)
         home.append(file)
     ordered = [Run(tuple(sorted(run, key=lambda f: (f.rank or 0, str(f.path))))) for run in runs]
-    return sorted(ordered, key=lambda r: (r.start_ns is None, r.start_ns or 0, str(r.files[0].path)))
+    return sorted(
+        ordered, key=lambda r: (r.start_ns is None, r.start_ns or 0, str(r.files[0].path))
+    )
 
 
 def _joins(run: list[RankFile], file: RankFile, tolerance_ns: int) -> bool:

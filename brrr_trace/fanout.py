@@ -1,0 +1,117 @@
+"""One task per rank trace: in a pool of fresh processes on this machine, or as Ray tasks on a
+cluster (docs/architecture.md §12).
+
+The workers are started by ``forkserver`` (``spawn`` where there is none), never forked from the
+driver: a forked worker would start with the driver's memory, and the driver may hold others'
+results. Each worker process analyzes one trace and exits (``max_tasks_per_child=1``), so a
+large trace's memory goes back to the system before the next one is read. A task returns a
+picklable summary; the driver keeps only those.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, TypeVar
+
+from brrr_trace.errors import BrrrError
+
+T = TypeVar("T")
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+def _context() -> Any:
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def in_processes(
+    task: Callable[..., T],
+    args: Sequence[tuple[Any, ...]],
+    jobs: int,
+    on_done: Callable[[int], None] | None = None,
+) -> list[T]:
+    """``task(*a)`` for each ``a``, ``jobs`` at a time (0: one per core), each in its own process.
+
+    A daemonic process (the language server's analysis process) may not start children: there
+    the tasks run one after the other in this process."""
+    if not args:
+        return []
+    if multiprocessing.current_process().daemon:
+        results = []
+        for done, arg in enumerate(args, 1):
+            results.append(task(*arg))
+            if on_done:
+                on_done(done)
+        return results
+    workers = min(len(args), jobs if jobs > 0 else cores())
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=_context(), max_tasks_per_child=1
+    ) as pool:
+        futures = [pool.submit(task, *arg) for arg in args]
+        results = []
+        for done, future in enumerate(futures, 1):
+            results.append(future.result())
+            if on_done:
+                on_done(done)
+        return results
+
+
+def on_ray(
+    task: Callable[..., T],
+    args: Sequence[tuple[Any, ...]],
+    address: str | None,
+    on_done: Callable[[int], None] | None = None,
+) -> list[T]:
+    """``task(*a)`` for each ``a`` as one Ray task each, on the cluster at ``address`` (None or
+    "local": a cluster started here for the call). Paths must be readable where the tasks run (a
+    shared file system)."""
+    try:
+        import ray
+    except ImportError:
+        raise BrrrError(
+            "--ray needs Ray: pip install 'brrr-trace[ray]' (or run without --ray to use the "
+            "cores of this machine)."
+        ) from None
+    started = not ray.is_initialized()
+    if started:
+        ray.init(
+            address=None if address in (None, "", "local") else address,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+        )
+    try:
+        remote = ray.remote(num_cpus=1, max_retries=0)(task)
+        refs = [remote.remote(*arg) for arg in args]
+        order = {ref: i for i, ref in enumerate(refs)}
+        results: list[Any] = [None] * len(refs)
+        waiting = list(refs)
+        while waiting:
+            ready, waiting = ray.wait(waiting, num_returns=1)
+            for ref in ready:
+                results[order[ref]] = _unwrap(ray, ref)
+            if on_done:
+                on_done(len(refs) - len(waiting))
+        return results
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _unwrap(ray: Any, ref: Any) -> Any:
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as error:
+        cause = error.cause if isinstance(error.cause, BaseException) else None
+        if isinstance(cause, BrrrError):
+            raise BrrrError(str(cause)) from None
+        raise
