@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,8 @@ import numpy as np
 
 from brrr_trace import __version__, fanout
 from brrr_trace.analyzers.attribution import Locator, attribute_ops
-from brrr_trace.analyzers.crossrank import Collective, LineTime, RankPiece, merge, step_times
+from brrr_trace.analyzers.collectives import collectives_of
+from brrr_trace.analyzers.crossrank import LineTime, RankPiece, merge, step_times
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.kernels import kernel_kind
 from brrr_trace.analyzers.paths import PathMapper
@@ -171,16 +171,12 @@ def summarize_rank(
         path=path,
         span_ns=report.trace.span_ns,
         steps=step_times(loaded.trace),
-        collectives=tuple(_collectives(loaded.trace, report)),
+        collectives=report.collectives,
         lines=tuple(
             LineTime(ln.file, ln.path, ln.line, ln.function, ln.total_ns) for ln in report.lines
         ),
     )
     return piece, report if keep_report else None
-
-
-def _collectives(trace: Trace, report: Report) -> Sequence[Collective]:
-    return ()
 
 
 def _analyze_ranks(
@@ -406,6 +402,7 @@ def analyze_loaded(
         + _source_problems({**mapper.refused, **locator.skipped_sources}, options),
         notes=tuple(notes),
         steps=steps,
+        collectives=collectives_of(trace),
     )
 
 

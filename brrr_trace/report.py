@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from brrr_trace.analyzers.collectives import CollectiveCall
 from brrr_trace.analyzers.crossrank import CrossRank
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
@@ -177,3 +178,5 @@ class Report:
     run: int | None = None
     cross_rank: CrossRank | None = None
     schema_version: int = SCHEMA_VERSION
+    # The rank's collective calls in host start order (docs/architecture.md §12).
+    collectives: tuple[CollectiveCall, ...] = ()

@@ -349,6 +349,7 @@ JSON = r"""{
     "train.py"
   ],
   "steps": null,
+  "collectives": [],
   "runs": [],
   "run": null,
   "cross_rank": null

@@ -63,6 +63,11 @@ def op(name: str, ts: float, dur: float, tid: int = MAIN, **args: Any) -> dict:
     }
 
 
+def annotation(name: str, ts: float, dur: float, tid: int = MAIN) -> dict:
+    """A ``record_function`` region (ProfilerStep#N, nccl:all_reduce, ...)."""
+    return {**op(name, ts, dur, tid), "cat": "user_annotation"}
+
+
 def frame(name: str, ts: float, dur: float, tid: int = MAIN) -> dict:
     return {
         "ph": "X",

@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 
+from brrr_trace.analyzers.collectives import CollectiveCall
 from brrr_trace.analyzers.crossrank import CrossRank
 from brrr_trace.diff import Diff
 from brrr_trace.report import Finding, LineReport, Report
@@ -101,6 +102,7 @@ def to_dict(report: Report) -> dict[str, Any]:
         "notes": list(report.notes),
         "unmapped_files": list(report.unmapped_files),
         "steps": _steps(report),
+        "collectives": [_collective(c) for c in report.collectives],
         "runs": [
             {
                 "index": r.index,
@@ -177,6 +179,24 @@ def _cross_rank(cross: CrossRank | None) -> dict[str, Any] | None:
             }
             for ln in cross.line_spread
         ],
+    }
+
+
+def _collective(call: CollectiveCall) -> dict[str, Any]:
+    def us(ns: int | None) -> float | None:
+        return None if ns is None else _us(ns)
+
+    return {
+        "group": call.group,
+        "index": call.index,
+        "name": call.name,
+        "bytes": call.bytes,
+        "step": call.step,
+        "host_start_us": _us(call.host_start_ns),
+        "host_end_us": _us(call.host_end_ns),
+        "kernel_start_us": us(call.kernel_start_ns),
+        "kernel_end_us": us(call.kernel_end_ns),
+        "line": call.line,
     }
 
 

@@ -156,6 +156,7 @@ class Columns:
         self.c_seq, self.c_fwd = array("q"), array("q")
         self.c_dims, self.c_types, self.c_concrete = array("l"), array("l"), array("l")
         self.c_stack = array("l")
+        self.c_coll = array("l")
         # python frames
         self.f_thread, self.f_name, self.f_line = array("l"), array("l"), array("q")
         self.f_ts, self.f_dur = array(time_code), array(time_code)
@@ -269,6 +270,7 @@ class Columns:
                     self.c_types.append(NO_ID)
                     self.c_concrete.append(NO_ID)
                     self.c_stack.append(NO_ID)
+                    self.c_coll.append(NO_ID)
                 else:
                     self.c_seq.append(_as_int(args.sequence))
                     self.c_fwd.append(_as_int(args.fwd_thread))
@@ -279,6 +281,7 @@ class Columns:
                     stack = args.call_stack
                     whole = self._intern_whole
                     self.c_stack.append(whole(stack) if isinstance(stack, str) else NO_ID)
+                    self.c_coll.append(self._collective(args))
             elif table == _HOST:
                 self.h_thread.append(thread(*key))
                 self.h_name.append(intern(name))
@@ -293,6 +296,20 @@ class Columns:
                 self.s_name.append(intern(name))
                 self.s_ts.append(ts)
                 self.s_dur.append(dur)
+
+    def _collective(self, args: Any) -> int:
+        if args.collective is None:
+            return NO_ID
+        return self._value(
+            [
+                args.collective,
+                args.in_nelems,
+                args.out_nelems,
+                args.dtype,
+                args.group_name,
+                args.group_size,
+            ]
+        )
 
     def _unusual_category(self, ev: Any) -> tuple[int, str]:
         cat = ev.cat
@@ -429,6 +446,7 @@ class Columns:
             input_types=ids(self.c_types)[order],
             concrete_inputs=ids(self.c_concrete)[order],
             call_stack=ids(self.c_stack)[order],
+            collective=ids(self.c_coll)[order],
         )
         f_start, f_end, ok = self._ns(self.f_ts, self.f_dur)
         order = _valid(np.lexsort((-f_end, f_start)), ok)

@@ -37,6 +37,13 @@ class RawArgs(msgspec.Struct, omit_defaults=True):
     call_line: Scalar = msgspec.field(default=None, name=CALL_LINE_ARG)
     graph_id: Scalar = msgspec.field(default=None, name="graph id")
     name: Any = None  # metadata events: thread_name / process_name
+    # Collective metadata (record_param_comms, and NCCL kernels since 2023-10).
+    collective: Scalar = msgspec.field(default=None, name="Collective name")
+    in_nelems: Scalar = msgspec.field(default=None, name="In msg nelems")
+    out_nelems: Scalar = msgspec.field(default=None, name="Out msg nelems")
+    dtype: Scalar = None
+    group_name: Scalar = msgspec.field(default=None, name="Process Group Name")
+    group_size: Scalar = msgspec.field(default=None, name="Group size")
 
 
 NAN = float("nan")
@@ -241,6 +248,12 @@ def coerce_event(obj: dict[str, Any], exact: bool) -> Any:
             call_line=_scalar(args_obj.get(CALL_LINE_ARG)),
             graph_id=_scalar(args_obj.get("graph id")),
             name=args_obj.get("name"),
+            collective=_scalar(args_obj.get("Collective name")),
+            in_nelems=_scalar(args_obj.get("In msg nelems")),
+            out_nelems=_scalar(args_obj.get("Out msg nelems")),
+            dtype=_scalar(args_obj.get("dtype")),
+            group_name=_scalar(args_obj.get("Process Group Name")),
+            group_size=_scalar(args_obj.get("Group size")),
         )
     head = {key: obj.get(key) for key in ("ph", "cat", "name", "pid", "tid")}
     ts = obj.get("ts")

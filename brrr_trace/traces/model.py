@@ -76,6 +76,9 @@ class CpuOps:
     input_types: np.ndarray
     concrete_inputs: np.ndarray
     call_stack: np.ndarray  # id into Trace.strings (legacy/verbose "Call stack"), -1
+    # id into Trace.values: [collective name, in nelems, out nelems, dtype, group name, group
+    # size] of a record_param_comms op, -1
+    collective: np.ndarray
 
     def __len__(self) -> int:
         return len(self.start_ns)

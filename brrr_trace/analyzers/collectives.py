@@ -1,0 +1,306 @@
+"""Every collective call of one rank's trace: what it was, its group and place in the group's
+order, its size, and where it ran on the host and on the GPU (docs/architecture.md §12).
+
+A call is one outermost host-side collective op on a thread: ``c10d::*`` (and functional
+``_c10d_functional::*``) ops, ``record_param_comms`` (which carries the collective's metadata),
+and the backend's own region (``nccl:all_reduce``, ``gloo:all_reduce``, ...). They nest (c10d op
+> record_param_comms > nccl:...), so the outermost is the call and the inner ones tell about it.
+Its GPU kernels are the collective kernels launched from inside it (correlation, then time
+containment on the launching thread: the External id is wrong in 2021-2024 traces).
+
+The per-group ``index`` is what ranks agree on: every rank of a process group issues the
+group's collectives in the same order, so the k-th call of a group is the same collective on
+every rank.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import msgspec
+import numpy as np
+
+from brrr_trace.analyzers.attribution import link_launches
+from brrr_trace.analyzers.intervals import NONE, Innermost
+from brrr_trace.analyzers.kernels import kernel_kind
+from brrr_trace.analyzers.opcost.args import bytes_per_element, dtype_of_type
+from brrr_trace.analyzers.steps import profiler_steps
+from brrr_trace.traces.model import GPU_KERNEL, NO_ID, Trace
+from brrr_trace.vocabulary import KernelKind
+
+DEFAULT_GROUP = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveCall:
+    group: str  # process group name/id from the trace ("default" when unknown)
+    index: int  # 0-based order of this call among this rank's calls in `group`
+    name: str  # normalized: allreduce, allgather, reduce_scatter, broadcast, alltoall, ...
+    bytes: int | None  # message size when the trace says (elements x dtype size)
+    step: int | None  # ProfilerStep number it falls in, if any
+    host_start_ns: int  # the host-side collective op (record_param_comms / c10d::* / nccl:*)
+    host_end_ns: int
+    kernel_start_ns: int | None  # its GPU collective kernel(s); None for gloo/CPU
+    kernel_end_ns: int | None
+    line: str | None  # "relative/path.py:LINE" of the source line it is charged to
+
+
+# Host-side op names that are (part of) a collective call.
+_HOST_OP = re.compile(
+    r"^(?:record_param_comms$|c10d::|_c10d_functional::|c10d_functional::"
+    r"|(?:nccl|rccl|gloo|ucc|mpi|xccl|hccl):)"
+)
+# Ops of those families that wait for a collective rather than issue one.
+_WAITS = frozenset({"wait", "wait_tensor"})
+_PARAM_COMMS = "record_param_comms"
+
+# Spellings of collectives in c10d op names, backend regions and "Collective name", normalized.
+_NAMES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), name)
+    for pattern, name in (
+        (r"reduce_?scatter", "reduce_scatter"),
+        (r"all_?reduce", "allreduce"),
+        (r"all_?gather", "allgather"),
+        (r"all_?to_?all", "alltoall"),
+        (r"broadcast", "broadcast"),
+        (r"barrier", "barrier"),
+        (r"send", "send"),
+        (r"recv", "recv"),
+        (r"^_?reduce", "reduce"),
+        (r"^_?gather", "gather"),
+        (r"^_?scatter", "scatter"),
+        (r"^wait", "wait"),
+    )
+)
+
+# c10::ScalarType names, as "dtype" of the collective metadata writes them: bytes per element.
+_SCALAR_TYPE_BYTES = {
+    "Double": 8,
+    "Float": 4,
+    "Half": 2,
+    "BFloat16": 2,
+    "Long": 8,
+    "Int": 4,
+    "Short": 2,
+    "Char": 1,
+    "Byte": 1,
+    "Bool": 1,
+    "ComplexFloat": 8,
+    "ComplexDouble": 16,
+    "ComplexHalf": 4,
+    "UInt16": 2,
+    "UInt32": 4,
+    "UInt64": 8,
+}
+
+
+def normalized_name(text: str) -> str:
+    """``c10d::_allgather_base_``, ``nccl:all_gather``, ``_allgather_base`` -> ``allgather``."""
+    word = text.rsplit(":", 1)[-1].strip().lower()
+    for pattern, name in _NAMES:
+        if pattern.search(word):
+            return name
+    return word.strip("_") or "unknown"
+
+
+@dataclass(frozen=True)
+class _Meta:
+    name: str | None = None
+    in_nelems: int | None = None
+    out_nelems: int | None = None
+    dtype_bytes: int | None = None
+    group: str | None = None
+
+
+def collectives_of(trace: Trace) -> tuple[CollectiveCall, ...]:
+    """The trace's collective calls in host start order, ``line`` None (the pipeline charges
+    them to lines, docs/architecture.md §12)."""
+    cpu, strings = trace.cpu_ops, trace.strings
+    if not len(cpu):
+        return ()
+    is_comm = np.array([bool(_HOST_OP.match(s)) for s in strings], dtype=bool)
+    rows = np.flatnonzero(is_comm[cpu.name])
+    if not len(rows):
+        return ()
+    outer = _outermost(trace, rows)
+    index = Innermost(cpu.thread[outer], cpu.start_ns[outer], cpu.end_ns[outer])
+    # Which call each collective op (its outermost op) belongs to.
+    owner = index.at_many(cpu.thread[rows], cpu.start_ns[rows])
+    metas: dict[int, list[int]] = {}
+    for row, k in zip(rows.tolist(), owner.tolist(), strict=True):
+        if k != NONE:
+            metas.setdefault(k, []).append(row)
+    kernels = _kernels_by_call(trace, index)
+    steps = profiler_steps(trace)
+    step_starts = np.array([a for a, _ in steps], dtype=np.int64)
+    step_numbers = _step_numbers(trace)
+    counters: dict[str, int] = {}
+    out = []
+    for k, row in enumerate(outer.tolist()):
+        meta = _meta_of(trace, metas.get(k, [row]))
+        # A bare record_param_comms without metadata (2023 traces) says nothing of what it is.
+        if meta.name is None or meta.name in _WAITS:
+            continue
+        name = meta.name
+        group = meta.group or DEFAULT_GROUP
+        index_in_group = counters.get(group, 0)
+        counters[group] = index_in_group + 1
+        start, end = int(cpu.start_ns[row]), int(cpu.end_ns[row])
+        step = None
+        if len(step_starts):
+            s = int(np.searchsorted(step_starts, start, side="right")) - 1
+            if s >= 0 and start < steps[s][1]:
+                step = step_numbers[s]
+        span = kernels.get(k)
+        out.append(
+            CollectiveCall(
+                group=group,
+                index=index_in_group,
+                name=name,
+                bytes=_bytes(meta),
+                step=step,
+                host_start_ns=start,
+                host_end_ns=end,
+                kernel_start_ns=span[0] if span else None,
+                kernel_end_ns=span[1] if span else None,
+                line=None,
+            )
+        )
+    return tuple(out)
+
+
+def _outermost(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """The collective ops no other collective op of their thread contains, by start."""
+    cpu = trace.cpu_ops
+    order = rows[np.lexsort((-cpu.end_ns[rows], cpu.start_ns[rows], cpu.thread[rows]))]
+    keep: list[int] = []
+    reach: dict[int, int] = {}
+    for row in order.tolist():
+        thread = int(cpu.thread[row])
+        if int(cpu.start_ns[row]) >= reach.get(thread, np.iinfo(np.int64).min):
+            keep.append(row)
+            reach[thread] = int(cpu.end_ns[row])
+        else:
+            reach[thread] = max(reach[thread], int(cpu.end_ns[row]))
+    found = np.array(keep, dtype=np.int64)
+    return found[np.argsort(cpu.start_ns[found], kind="stable")]
+
+
+def _meta_of(trace: Trace, rows: list[int]) -> _Meta:
+    """What the call's ops say: record_param_comms' metadata first, then the op names and the
+    backend region's input (a trace before 2023 has no metadata)."""
+    cpu, strings, values = trace.cpu_ops, trace.strings, trace.values
+    for row in rows:
+        vid = int(cpu.collective[row])
+        if vid == NO_ID:
+            continue
+        try:
+            raw = msgspec.json.decode(values[vid])
+        except (msgspec.DecodeError, RecursionError):
+            continue
+        if not isinstance(raw, list) or len(raw) != 6:
+            continue
+        name, n_in, n_out, dtype, group, _size = raw
+        return _Meta(
+            name=normalized_name(name) if isinstance(name, str) else None,
+            in_nelems=_count(n_in),
+            out_nelems=_count(n_out),
+            dtype_bytes=_SCALAR_TYPE_BYTES.get(dtype) if isinstance(dtype, str) else None,
+            group=str(group) if isinstance(group, (str, int)) and str(group) else None,
+        )
+    name = None
+    for row in rows:
+        text = strings[int(cpu.name[row])]
+        if text != _PARAM_COMMS:
+            name = normalized_name(text)
+            break
+    for row in rows:
+        nelems, size = _first_input(trace, row)
+        if nelems is not None:
+            return _Meta(name=name, in_nelems=nelems, out_nelems=None, dtype_bytes=size)
+    return _Meta(name=name)
+
+
+def _first_input(trace: Trace, row: int) -> tuple[int | None, int | None]:
+    """Elements and bytes per element of the op's first tensor input (Input Dims/type)."""
+    cpu, values = trace.cpu_ops, trace.values
+    dims_id, types_id = int(cpu.input_dims[row]), int(cpu.input_types[row])
+    if dims_id == NO_ID or types_id == NO_ID:
+        return None, None
+    try:
+        dims = msgspec.json.decode(values[dims_id])
+        types = msgspec.json.decode(values[types_id])
+    except (msgspec.DecodeError, RecursionError):
+        return None, None
+    if not isinstance(dims, list) or not isinstance(types, list) or not dims or not types:
+        return None, None
+    shape, kind = dims[0], types[0]
+    size = bytes_per_element(dtype_of_type(kind))
+    if size is None or not isinstance(shape, list) or not shape:
+        return None, None
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        return None, None
+    return int(np.prod(shape, dtype=np.float64)), size
+
+
+def _count(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and value >= 0:
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def _bytes(meta: _Meta) -> int | None:
+    counts = [c for c in (meta.in_nelems, meta.out_nelems) if c is not None]
+    if not counts or meta.dtype_bytes is None:
+        return None
+    # The larger buffer: allgather's output, reduce_scatter's input, the one buffer otherwise.
+    return max(counts) * meta.dtype_bytes
+
+
+def _kernels_by_call(trace: Trace, calls: Innermost) -> dict[int, tuple[int, int]]:
+    """(first start, last end) of the collective kernels launched inside each call."""
+    gpu, host, strings = trace.gpu, trace.host_calls, trace.strings
+    if not len(gpu):
+        return {}
+    comm_names = {
+        sid
+        for sid in np.unique(gpu.name).tolist()
+        if kernel_kind(strings[sid]) is KernelKind.COMMUNICATION
+    }
+    rows = np.flatnonzero((gpu.kind == GPU_KERNEL) & np.isin(gpu.name, list(comm_names)))
+    if not len(rows):
+        return {}
+    launch = link_launches(gpu.correlation[rows], host.correlation)
+    ok = launch != NONE
+    rows, launch = rows[ok], launch[ok]
+    owner = calls.at_many(host.thread[launch], host.start_ns[launch])
+    out: dict[int, tuple[int, int]] = {}
+    for row, k in zip(rows.tolist(), owner.tolist(), strict=True):
+        if k == NONE:
+            continue
+        a, b = int(gpu.start_ns[row]), int(gpu.end_ns[row])
+        if k in out:
+            out[k] = (min(out[k][0], a), max(out[k][1], b))
+        else:
+            out[k] = (a, b)
+    return out
+
+
+def _step_numbers(trace: Trace) -> list[int | None]:
+    cpu, strings = trace.cpu_ops, trace.strings
+    out: list[int | None] = []
+    for a, _ in profiler_steps(trace):
+        rows = np.flatnonzero(cpu.annotation & (cpu.start_ns == a))
+        number = None
+        for row in rows.tolist():
+            text = strings[int(cpu.name[row])]
+            if text.startswith("ProfilerStep#") and text[13:].isdigit():
+                number = int(text[13:])
+                break
+        out.append(number)
+    return out
