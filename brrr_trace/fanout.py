@@ -82,12 +82,17 @@ def on_ray(
             "cores of this machine)."
         ) from None
     started = not ray.is_initialized()
+    local = address in (None, "", "local")
     if started:
+        # A cluster started here runs this same brrr_trace, wherever it was imported from; on
+        # a real cluster, brrr-trace is installed on the nodes.
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         ray.init(
-            address=None if address in (None, "", "local") else address,
+            address=None if local else address,
             include_dashboard=False,
             log_to_driver=False,
             configure_logging=False,
+            runtime_env={"env_vars": {"PYTHONPATH": here}} if local else None,
         )
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(task)

@@ -12,7 +12,13 @@ import numpy as np
 from brrr_trace import __version__, fanout
 from brrr_trace.analyzers.attribution import Locator, attribute_ops
 from brrr_trace.analyzers.collectives import collectives_of
-from brrr_trace.analyzers.crossrank import LineTime, RankPiece, merge, step_times
+from brrr_trace.analyzers.crossrank import (
+    LineTime,
+    RankPiece,
+    issues_collectives,
+    merge,
+    step_times,
+)
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.kernels import kernel_kind
 from brrr_trace.analyzers.paths import PathMapper
@@ -173,7 +179,15 @@ def summarize_rank(
         steps=step_times(loaded.trace),
         collectives=report.collectives,
         lines=tuple(
-            LineTime(ln.file, ln.path, ln.line, ln.function, ln.total_ns) for ln in report.lines
+            LineTime(
+                ln.file,
+                ln.path,
+                ln.line,
+                ln.function,
+                ln.total_ns,
+                issues_collectives(ln.file, ln.path, ln.line, report.collectives),
+            )
+            for ln in report.lines
         ),
     )
     return piece, report if keep_report else None

@@ -13,6 +13,7 @@ were already waiting when it came); that shortest time is what moving the data t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -66,6 +67,9 @@ class LineTime:
     line: int
     function: str
     total_ns: int  # the line's GPU time plus the idle charged to it, on this rank
+    # The line issues collectives: its time there is waiting and moving data, which cannot be
+    # what made a rank late.
+    collective: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,7 +260,7 @@ def merge(
                 calls=len(caused),
                 per_call_late_ns=int(np.median([c for c, _, _ in caused])),
                 agrees_with_clock=sum(by_clock) / len(by_clock) if by_clock else None,
-                lines=_late_lines(pieces, r, late_lines),
+                lines=_late_lines(pieces, r, late_lines, late // 20),
                 collective_lines=tuple(
                     dict.fromkeys(
                         c.line for _, _, m in caused for c in m.calls if c.line is not None
@@ -281,15 +285,20 @@ def _by_line(piece: RankPiece) -> dict[_LineId, LineTime]:
     return {(lt.file, lt.line, lt.function): lt for lt in piece.lines}
 
 
-def _late_lines(pieces: Sequence[RankPiece], late: int, count: int) -> tuple[LateLine, ...]:
-    """The straggler's lines that took longer on it than the median of the other ranks."""
+def _late_lines(
+    pieces: Sequence[RankPiece], late: int, count: int, least_ns: int
+) -> tuple[LateLine, ...]:
+    """The straggler's lines that took longer on it than the median of the other ranks, by at
+    least ``least_ns`` (a twentieth of its late time: noise is not a reason)."""
     own = _by_line(pieces[late])
     others = [_by_line(p) for i, p in enumerate(pieces) if i != late]
     out = []
     for key, mine in own.items():
+        if mine.collective:
+            continue
         typical = float(np.median([o[key].total_ns if key in o else 0 for o in others]))
         excess = int(mine.total_ns - typical)
-        if excess > 0:
+        if excess > 0 and excess >= least_ns:
             out.append(LateLine(mine.file, mine.path, mine.line, mine.function, excess))
     out.sort(key=lambda ln: (-ln.excess_ns, ln.file, ln.line))
     return tuple(out[:count])
@@ -322,6 +331,26 @@ def _spread(pieces: Sequence[RankPiece], count: int) -> tuple[LineSpread, ...]:
 
 
 _COLLECTIVE_KERNEL = ("nccl", "rccl", "c10d", "gloo")
+# Op-level lines (no Python stack) named after a collective's host op or region.
+_COLLECTIVE_OP = re.compile(r"^(?:record_param_comms|c10d|_c10d_functional|(?:nccl|rccl|gloo):)")
+
+
+def issues_collectives(file: str, path: str | None, line: int, calls: Sequence[Collective]) -> bool:
+    """Whether the line is where collectives were issued (by their ``line``), or, without a
+    Python stack, an op named after one."""
+    if line == 0 and _COLLECTIVE_OP.match(file):
+        return True
+    for call in calls:
+        if call.line is None:
+            continue
+        where, _, number = call.line.rpartition(":")
+        if (
+            number == str(line)
+            and where
+            and (file.endswith(where) or where.endswith(file) or (path or "").endswith(where))
+        ):
+            return True
+    return False
 
 
 def step_times(trace: Trace) -> tuple[StepTime, ...]:

@@ -124,6 +124,11 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
     return buffer.getvalue()
 
 
+def _where(file: str, line: int, function: str) -> str:
+    """A line of another rank: file:line, or for an op-level line (no stack) the op's name."""
+    return f"{file}:{line}" if line else f"{file} ({function})"
+
+
 def _cross_rank(console: Console, cross: CrossRank, top: int) -> None:
     console.print(
         Text(
@@ -136,26 +141,22 @@ def _cross_rank(console: Console, cross: CrossRank, top: int) -> None:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("rank", "compute", "waiting", "moving data", "came last"):
         table.add_column(column, justify="right")
-    table.add_column("per step: compute / waiting / moving data")
+    table.add_column("waiting by step", justify="left")
     for r in cross.ranks:
-        steps = " · ".join(
-            f"{'#' + str(s.step) if s.step is not None else 'all'} "
-            f"{units.duration(s.compute_ns)} / {units.duration(s.wait_ns)} / "
-            f"{units.duration(s.transfer_ns)}"
-            for s in r.steps[:4]
-        ) + (" …" if len(r.steps) > 4 else "")
+        steps = " ".join(units.duration(s.wait_ns) for s in r.steps[:6])
         table.add_row(
             str(r.rank),
             units.duration(r.compute_ns),
             units.duration(r.wait_ns),
             units.duration(r.transfer_ns),
             str(r.late_calls),
-            steps,
+            steps + (" …" if len(r.steps) > 6 else ""),
         )
     console.print(table)
     for late in cross.stragglers[:3]:
         where = ", ".join(
-            f"{_markup(ln.file)}:{ln.line} +{units.duration(ln.excess_ns)}" for ln in late.lines
+            f"{_markup(_where(ln.file, ln.line, ln.function))} +{units.duration(ln.excess_ns)}"
+            for ln in late.lines
         )
         console.print(
             f"  Straggler: rank {late.rank} came last to {late.calls} collectives; the others "
@@ -166,9 +167,8 @@ def _cross_rank(console: Console, cross: CrossRank, top: int) -> None:
     if spread:
         console.print("  Line spread across ranks (p50 / max, rank of the max):")
         for s in spread:
-            label = f"{s.file}:{s.line}" if s.line else f"{s.file} ({s.function})"
             console.print(
-                f"    {_markup(label)}  {units.duration(s.p50_ns)} / "
+                f"    {_markup(_where(s.file, s.line, s.function))}  {units.duration(s.p50_ns)} / "
                 f"{units.duration(s.max_ns)} (rank {s.max_rank})"
             )
 

@@ -46,8 +46,9 @@ def straggler(cross: CrossRank, span_ns: int, options: AnalysisOptions) -> list[
         others = len(cross.ranks) - 1
         message = (
             f"rank {late.rank} arrives last at {late.calls} of {cross.matched_calls} matched "
-            f"collectives, {duration_text(late.per_call_late_ns)} late at the median: the other "
-            f"{others} rank(s) wait {duration_text(late.late_ns)} for it"
+            f"collectives, {duration_text(late.per_call_late_ns)} late at the median: "
+            + ("the other rank waits" if others == 1 else f"the other {others} ranks wait")
+            + f" {duration_text(late.late_ns)} for it"
             + (
                 f" ({duration_text(late.others_wait_ns)} of their time in all)"
                 if others > 1

@@ -1,0 +1,202 @@
+"""A folder of traces: runs told from ranks, each rank analyzed in its own process, the ranks
+merged (cross_rank, straggler); on tiny synthetic two-rank runs and the public 8-rank DLRM set.
+
+The synthetic run: two steps of 10 ms on two ranks with the gloo backend. Each step runs a 1 ms
+GEMM (train.py:10), then the gradient all-reduce (train.py:30), then a 50 µs add (train.py:40).
+Rank 1 first spends 5 ms in train.py:20 (loading its shard), so it enters the all-reduce 5 ms
+after rank 0, which waits for it there; the all-reduce itself takes 100 µs once both are in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from brrr_trace.cli import main
+from brrr_trace.errors import NotATraceError
+from brrr_trace.options import AnalysisOptions
+from brrr_trace.pipeline import analyze
+from brrr_trace.render import json as render_json
+from brrr_trace.render import text as render_text
+from tests.tracebuilder import annotation, frame, kernel, launch, op, write
+
+GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1"
+ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"
+MS = 1_000_000
+
+
+def comms(nelems: int) -> dict:
+    return {
+        "Collective name": "allreduce",
+        "In msg nelems": nelems,
+        "Out msg nelems": nelems,
+        "dtype": "Float",
+        "Process Group Name": "0",
+        "Group size": 2,
+    }
+
+
+def rank_events(rank: int, late_us: float = 5000.0, steps: int = 2) -> list[dict]:
+    events = []
+    for k in range(steps):
+        base = k * 10_000.0
+        enter = base + 1010.0 + (late_us if rank == 1 else 0.0)
+        end = base + 1110.0 + late_us
+        events += [
+            annotation(f"ProfilerStep#{k}", base, 10_000.0),
+            frame("train.py(10): forward", base, 20.0),
+            launch(base + 5.0, 10 * k + 1),
+            kernel(GEMM, base + 10.0, 1000.0, 10 * k + 1),
+            frame("train.py(30): sync_grads", enter - 2.0, end - enter + 4.0),
+            op("c10d::allreduce_", enter, end - enter),
+            op("record_param_comms", enter + 1.0, end - enter - 2.0, **comms(1 << 20)),
+            frame("train.py(40): update", end + 10.0, 20.0),
+            launch(end + 15.0, 10 * k + 2),
+            kernel(ADD, end + 20.0, 50.0, 10 * k + 2),
+        ]
+        if rank == 1 and late_us:
+            events.append(frame("train.py(20): load_shard", base + 1010.0, late_us))
+    return events
+
+
+def write_run(folder: Path, late_us: float = 5000.0, world: int = 2) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for rank in range(world):
+        write(
+            folder / f"host_{rank}.1700000000000.pt.trace.json",
+            rank_events(rank, late_us),
+            distributedInfo={"backend": "gloo", "rank": rank, "world_size": world},
+        )
+    return folder
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.chdir(tmp_path)
+    write_run(tmp_path / "run")
+    return "run"
+
+
+def test_rank_one_late_by_5ms_is_the_straggler(run: str) -> None:
+    report = analyze(run, AnalysisOptions(jobs=2))
+    cross = report.cross_rank
+    assert cross is not None
+    assert report.trace.ranks == (0, 1) and report.run == 0 and len(report.runs) == 1
+    assert (cross.matched_calls, cross.unmatched_calls) == (2, 0)
+    waits = [(r.rank, r.wait_ns, r.transfer_ns, r.late_calls) for r in cross.ranks]
+    assert waits == [(0, 10 * MS, MS // 5, 0), (1, 0, MS // 5, 2)]
+    assert [(s.step, s.compute_ns, s.wait_ns) for s in cross.ranks[0].steps] == [
+        (0, 1_050_000, 5 * MS),
+        (1, 1_050_000, 5 * MS),
+    ]
+    (late,) = cross.stragglers
+    assert (late.rank, late.late_ns, late.per_call_late_ns, late.calls) == (1, 10 * MS, 5 * MS, 2)
+    assert late.lines[0].file == "train.py" and late.lines[0].line == 20
+    straggler = next(f for f in report.findings if f.rule == "straggler")
+    assert (straggler.file, straggler.line, straggler.est_savings_ns) == ("train.py", 20, 10 * MS)
+    assert straggler.severity == "warning"
+    assert straggler.evidence["rank"] == 1 and straggler.evidence["per_call_late_us"] == 5000.0
+
+
+def test_the_text_view_across_ranks(run: str) -> None:
+    out = render_text.render(analyze(run, AnalysisOptions(jobs=1)), color=False, width=100)
+    section = out[out.index("Across") : out.index("Top fixes")]
+    assert "\n".join(line.rstrip() for line in section.splitlines()) == ACROSS
+
+
+ACROSS = """\
+Across 2 ranks (2 collectives matched)
+rank  compute  waiting  moving data  came last  waiting by step
+   0   2.1 ms  10.0 ms     200.0 µs          0  5.0 ms 5.0 ms
+   1   2.1 ms     0 ns     200.0 µs          2  0 ns 0 ns
+  Straggler: rank 1 came last to 2 collectives; the others waited 10.0 ms for it; its late lines:
+train.py:20 +10.0 ms
+  Line spread across ranks (p50 / max, rank of the max):
+    train.py:30  5.1 ms / 10.2 ms (rank 0)
+    train.py:20  5.0 ms / 10.0 ms (rank 1)
+    train.py:10  5.8 ms / 5.8 ms (rank 0)
+    train.py:40  238.0 µs / 340.0 µs (rank 1)"""
+
+
+def test_json_cross_rank_fields(run: str) -> None:
+    doc = render_json.to_dict(analyze(run))
+    assert doc["run"] == 0
+    assert doc["runs"][0]["ranks"] == [0, 1] and doc["runs"][0]["backend"] == "gloo"
+    ranks = doc["cross_rank"]["ranks"]
+    assert [(r["rank"], r["wait_us"], r["transfer_us"]) for r in ranks] == [
+        (0, 10_000.0, 200.0),
+        (1, 0.0, 200.0),
+    ]
+    assert ranks[0]["steps"][0] == {
+        "step": 0,
+        "compute_us": 1050.0,
+        "wait_us": 5000.0,
+        "transfer_us": 100.0,
+    }
+    assert doc["cross_rank"]["stragglers"][0]["rank"] == 1
+
+
+def test_balanced_ranks_name_no_straggler(tmp_path: Path) -> None:
+    report = analyze(write_run(tmp_path / "run", late_us=0.0))
+    assert report.cross_rank is not None and report.cross_rank.stragglers == ()
+    assert not [f for f in report.findings if f.rule == "straggler"]
+
+
+def test_any_rank_can_be_the_one_reported(run: str) -> None:
+    report = analyze(run, AnalysisOptions(rank=1))
+    assert report.trace.path.endswith("host_1.1700000000000.pt.trace.json")
+    assert report.cross_rank is not None and len(report.cross_rank.ranks) == 2
+
+
+def two_separate_runs(folder: Path) -> Path:
+    """A TensorBoard folder of two experiments: no distributedInfo, started an hour apart."""
+    folder.mkdir()
+    write(folder / "a.1700000000000.pt.trace.json", rank_events(0, 0.0, steps=1))
+    events = [{**e, "ts": e["ts"] + 3.6e9} for e in rank_events(0, 0.0, steps=1)]
+    write(folder / "b.1700003600000.pt.trace.json", events)
+    return folder
+
+
+def test_separate_runs_are_not_ranks(tmp_path: Path) -> None:
+    folder = two_separate_runs(tmp_path / "tb")
+    report = analyze(folder)
+    assert report.trace.ranks == () and report.cross_rank is None
+    assert [r.paths[0].rsplit("/", 1)[-1][0] for r in report.runs] == ["a", "b"]
+    assert any("2 separate runs" in note and "--run" in note for note in report.notes)
+    second = analyze(folder, AnalysisOptions(run=1))
+    assert second.trace.path.endswith("b.1700003600000.pt.trace.json") and second.run == 1
+    with pytest.raises(NotATraceError, match="no rank information"):
+        analyze(folder, AnalysisOptions(rank=1))
+
+
+def test_the_cli_reports_each_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = two_separate_runs(tmp_path / "tb")
+    assert main(["analyze", str(folder), "--format", "json"]) == 0
+    import json
+
+    docs = json.loads(capsys.readouterr().out)
+    assert [d["run"] for d in docs] == [0, 1]
+
+
+def test_the_same_rank_twice_is_two_runs(tmp_path: Path) -> None:
+    """Two jobs of the same world size in one folder, an hour apart."""
+    write_run(tmp_path / "f")
+    for rank in range(2):
+        events = [{**e, "ts": e["ts"] + 3.6e9} for e in rank_events(rank)]
+        write(
+            tmp_path / "f" / f"later_{rank}.pt.trace.json",
+            events,
+            distributedInfo={"backend": "gloo", "rank": rank, "world_size": 2},
+        )
+    report = analyze(tmp_path / "f")
+    assert [r.ranks for r in report.runs] == [(0, 1), (0, 1)]
+    assert report.cross_rank is not None and report.cross_rank.matched_calls == 2
+
+
+def test_on_a_local_ray_cluster(run: str) -> None:
+    pytest.importorskip("ray")
+    by_ray = analyze(run, AnalysisOptions(ray="local"))
+    by_pool = analyze(run, AnalysisOptions(jobs=2))
+    assert by_ray.cross_rank == by_pool.cross_rank
+    assert by_ray.cross_rank is not None and by_ray.cross_rank.stragglers[0].rank == 1
