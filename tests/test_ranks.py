@@ -200,3 +200,28 @@ def test_on_a_local_ray_cluster(run: str) -> None:
     by_pool = analyze(run, AnalysisOptions(jobs=2))
     assert by_ray.cross_rank == by_pool.cross_rank
     assert by_ray.cross_rank is not None and by_ray.cross_rank.stragglers[0].rank == 1
+
+
+def test_dlrm_8_ranks_rank_7_is_late_as_the_clock_says(public_traces: Path) -> None:
+    """The 8 DLRM ranks ran on one host, so their clocks agree: the rank whose collective kernel
+    starts last is the straggler, and how much later it starts than the first rank is the wait
+    it caused. The merge never reads those start times for the wait; it must agree within 10%."""
+    folder = public_traces / "facebookresearch-param" / "dlrm_kineto_8ranks"
+    report = analyze(folder, AnalysisOptions(jobs=2))
+    cross = report.cross_rank
+    assert cross is not None and len(cross.ranks) == 8 and cross.matched_calls == 8
+    top = cross.stragglers[0]
+    assert top.rank == 7
+    per_rank = [analyze(f).collectives for f in sorted(folder.iterdir())]
+    by_clock = 0
+    for calls in zip(*per_rank, strict=True):
+        starts = [c.kernel_start_ns for c in calls]
+        if starts.index(max(starts)) == 7:
+            by_clock += max(starts) - min(starts)
+    assert by_clock > 0
+    assert abs(top.late_ns - by_clock) <= 0.1 * by_clock
+    finding = next(f for f in report.findings if f.rule == "straggler")
+    assert finding.evidence["rank"] == 7
+    # Rank 1 waited longest: its time in the collectives is waiting, not work.
+    waits = {r.rank: r.wait_ns for r in cross.ranks}
+    assert max(waits, key=lambda r: waits[r]) == 1 and waits[7] < waits[1] / 5
