@@ -1,5 +1,5 @@
 """One task per rank trace: in a pool of fresh processes on this machine, or as Ray tasks on a
-cluster (docs/architecture.md §12).
+cluster (docs/architecture.md §13).
 
 The workers are started by ``forkserver`` (``spawn`` where there is none), never forked from the
 driver: a forked worker would start with the driver's memory, and the driver may hold others'

@@ -90,7 +90,7 @@ class AnalysisOptions:
     path_mappings: tuple[tuple[str, str], ...] = ()
     device: int | None = None
     rank: int | None = None
-    # Folders of traces (docs/architecture.md §12). Files whose heads say the same world size
+    # Folders of traces (docs/architecture.md §13). Files whose heads say the same world size
     # and backend, with distinct ranks, are one run when their first events are this close: the
     # ranks of a job start profiling at the same step; two jobs are minutes apart or more.
     run: int | None = None  # which run of the folder (0: the oldest); None: every run

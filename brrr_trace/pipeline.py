@@ -68,7 +68,7 @@ def analyze(
 ) -> Report:
     """Load a trace file (or a folder of traces) and analyze it into a ``Report``.
 
-    A folder holds runs, and a run one or several ranks (docs/architecture.md §12): the report
+    A folder holds runs, and a run one or several ranks (docs/architecture.md §13): the report
     covers one run (``options.run``, else the oldest) and, of its ranks, ``options.rank`` (else
     the lowest), with what the run's ranks show together."""
     options = options or AnalysisOptions()

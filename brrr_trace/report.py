@@ -173,7 +173,7 @@ class Report:
     unmapped_files: tuple[str, ...] = ()
     steps: StepsReport | None = None
     # A folder of traces: its runs, the one this report covers, and across that run's ranks the
-    # time each waits in collectives and the line spread (docs/architecture.md §12).
+    # time each waits in collectives and the line spread (docs/architecture.md §13).
     runs: tuple[RunInfo, ...] = ()
     run: int | None = None
     cross_rank: CrossRank | None = None

@@ -1,5 +1,5 @@
 """Across the ranks of one run: who waits in each collective, for whom, and why
-(docs/architecture.md §12).
+(docs/architecture.md §13).
 
 Each rank's worker reduces its trace to a ``RankPiece`` (its steps, its collectives, its lines'
 times: never its events); ``merge`` matches the collectives of all ranks and charges the wait.

@@ -61,7 +61,7 @@ def find_traces(folder: str | os.PathLike[str]) -> list[Path]:
     return preferred or traces_in(root)
 
 
-# Runs versus ranks (docs/architecture.md §2). The head of each file says which rank of which job
+# Runs versus ranks (docs/architecture.md §13). The head of each file says which rank of which job
 # it is: `distributedInfo` (rank, world size, backend) and the time of its first event. Files
 # without `distributedInfo` are separate runs (a TensorBoard folder of two experiments); ranks of
 # one job share world size and backend, hold distinct ranks, and start together.
