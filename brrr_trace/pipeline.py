@@ -47,7 +47,7 @@ from brrr_trace.report import (
     severity_of_saving,
 )
 from brrr_trace.traces import find_traces, load
-from brrr_trace.traces.discovery import RankFile, Run, group_runs, rank_file
+from brrr_trace.traces.discovery import RankFile, Run, group_runs, rank_file, traces_in
 from brrr_trace.traces.model import NO_ID, LoadResult, Trace
 from brrr_trace.traces.reader import ProgressFn
 from brrr_trace.vocabulary import IdleCause, Regime
@@ -89,6 +89,29 @@ def analyze(
         notes = report.notes + _runs_note(runs, index)
         return dataclasses.replace(report, runs=infos, run=index, notes=notes)
     return _analyze_ranks(run, chosen, options, progress, runs, index, infos)
+
+
+def analyze_with_its_ranks(
+    source: str | os.PathLike[str],
+    options: AnalysisOptions | None = None,
+    progress: ProgressFn | None = None,
+) -> Report:
+    """``analyze`` a trace file; a rank's trace with the other ranks of its run beside it (in the
+    same folder) is analyzed with them, and the report covers it (the language server: one open
+    trace of a folder of ranks shows the spread across ranks)."""
+    options = options or AnalysisOptions()
+    path = Path(source)
+    own = rank_file(path) if path.is_file() else None
+    if own is None or own.rank is None or not own.world_size or own.world_size < 2:
+        return analyze(path, options, progress)
+    beside = [rank_file(f) for f in traces_in(path.parent)]
+    runs = group_runs(beside, options.run_start_tolerance_ns)
+    for index, run in enumerate(runs):
+        chosen = next((f for f in run.files if f.path == path), None)
+        if chosen is not None and len(run.files) > 1:
+            infos = tuple(_run_info(i, r) for i, r in enumerate(runs))
+            return _analyze_ranks(run, chosen, options, progress, runs, index, infos)
+    return analyze(path, options, progress)
 
 
 def runs_in(folder: Path, options: AnalysisOptions) -> list[Run]:

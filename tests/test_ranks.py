@@ -225,3 +225,30 @@ def test_dlrm_8_ranks_rank_7_is_late_as_the_clock_says(public_traces: Path) -> N
     # Rank 1 waited longest: its time in the collectives is waiting, not work.
     waits = {r.rank: r.wait_ns for r in cross.ranks}
     assert max(waits, key=lambda r: waits[r]) == 1 and waits[7] < waits[1] / 5
+
+
+def test_the_server_shows_the_spread_and_the_straggler_of_a_rank_file(run: str) -> None:
+    """The editor opens one rank's trace; the other ranks beside it are analyzed with it."""
+    from brrr_trace.server.analysis import default_analyze
+    from brrr_trace.server.convert import hover_markdown
+
+    report = default_analyze(f"{run}/host_1.1700000000000.pt.trace.json", AnalysisOptions(), print)
+    assert report.trace.path.endswith("host_1.1700000000000.pt.trace.json")
+    line = next(ln for ln in report.lines if ln.line == 20)
+    findings = [f for f in report.findings if f.line == 20]
+    assert [f.rule for f in findings] == ["straggler"]
+    text = hover_markdown(line, report, report.trace.span_ns, findings, "t")
+    assert "**Across 2 ranks:** p50 5.0 ms · max 10.0 ms (rank 1) · on 1 of 2 ranks" in text
+    assert "`straggler` (saves ~10.0 ms)" in text
+
+
+def test_a_rank_file_alone_is_analyzed_alone(tmp_path: Path) -> None:
+    from brrr_trace.pipeline import analyze_with_its_ranks
+
+    trace = write(
+        tmp_path / "r0.pt.trace.json",
+        rank_events(0),
+        distributedInfo={"backend": "gloo", "rank": 0, "world_size": 2},
+    )
+    report = analyze_with_its_ranks(trace)
+    assert report.cross_rank is None and report.trace.ranks == (0,)
