@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
@@ -87,12 +88,13 @@ def on_ray(
         # A cluster started here runs this same brrr_trace, wherever it was imported from; on
         # a real cluster, brrr-trace is installed on the nodes.
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        path = os.pathsep.join(dict.fromkeys([here, *(p for p in sys.path if p)]))
         ray.init(
             address=None if local else address,
             include_dashboard=False,
             log_to_driver=False,
             configure_logging=False,
-            runtime_env={"env_vars": {"PYTHONPATH": here}} if local else None,
+            runtime_env={"env_vars": {"PYTHONPATH": path}} if local else None,
         )
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(task)
