@@ -54,9 +54,9 @@ def in_processes(
                 on_done(done)
         return results
     workers = min(len(args), jobs if jobs > 0 else cores())
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=_context(), max_tasks_per_child=1
-    ) as pool:
+    # Python 3.11 on: a fresh process per task; before, a worker lives on to its next rank.
+    fresh: dict[str, Any] = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_context(), **fresh) as pool:
         futures = [pool.submit(task, *arg) for arg in args]
         results = []
         for done, future in enumerate(futures, 1):

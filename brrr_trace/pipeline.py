@@ -212,6 +212,7 @@ def summarize_rank(
             )
             for ln in report.lines
         ),
+        problems=tuple(p.kind for p in report.problems),
     )
     return piece, report if keep_report else None
 
@@ -269,9 +270,23 @@ def _analyze_ranks(
         "collectives and each line's spread.",
         *_runs_note(runs, index),
     )
+    others = [p for p in pieces if p.problems and p.rank != covered]
+    problems = report.problems
+    if others:
+        shown = "; ".join(f"rank {p.rank}: {', '.join(p.problems)}" for p in others[:4])
+        problems += (
+            ProblemReport(
+                "rank-problems",
+                len(others),
+                f"the traces of other ranks of the run have problems ({shown}"
+                + (" …" if len(others) > 4 else "")
+                + "); --rank N shows them",
+            ),
+        )
     return dataclasses.replace(
         report,
         trace=dataclasses.replace(report.trace, ranks=run.ranks),
+        problems=problems,
         findings=findings,
         notes=notes,
         runs=infos,

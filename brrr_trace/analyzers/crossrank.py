@@ -82,6 +82,7 @@ class RankPiece:
     steps: tuple[StepTime, ...]
     collectives: tuple[Collective, ...]
     lines: tuple[LineTime, ...]
+    problems: tuple[str, ...] = ()  # the kinds of the problems its report has
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +198,8 @@ def merge(
     n = len(pieces)
     wait: dict[tuple[int, int | None], int] = {}
     transfer: dict[tuple[int, int | None], int] = {}
-    late_by = [[] for _ in range(n)]  # per rank: (longest wait caused, others' wait, call)
+    # Per rank: (the longest wait it caused, the others' wait, the call), for calls it came last to.
+    late_by: list[list[tuple[int, int, _Match]]] = [[] for _ in range(n)]
     for match in matched:
         fastest = min(match.ns)
         last = match.ns.index(fastest)
@@ -243,27 +245,27 @@ def merge(
 
     stragglers = []
     for r, piece in enumerate(pieces):
-        caused = late_by[r]
-        if not caused:
+        came_last = late_by[r]
+        if not came_last:
             continue
-        late = sum(c for c, _, _ in caused)
+        late = sum(c for c, _, _ in came_last)
         if late < min_wait_ns:
             continue
         by_clock = [
-            _arrival_ns(m.calls[r]) >= max(_arrival_ns(c) for c in m.calls) for _, _, m in caused
+            _arrival_ns(m.calls[r]) >= max(_arrival_ns(c) for c in m.calls) for _, _, m in came_last
         ]
         stragglers.append(
             Straggler(
                 rank=piece.rank,
                 late_ns=late,
-                others_wait_ns=sum(o for _, o, _ in caused),
-                calls=len(caused),
-                per_call_late_ns=int(np.median([c for c, _, _ in caused])),
+                others_wait_ns=sum(o for _, o, _ in came_last),
+                calls=len(came_last),
+                per_call_late_ns=int(np.median([c for c, _, _ in came_last])),
                 agrees_with_clock=sum(by_clock) / len(by_clock) if by_clock else None,
                 lines=_late_lines(pieces, r, late_lines, late // 20),
                 collective_lines=tuple(
                     dict.fromkeys(
-                        c.line for _, _, m in caused for c in m.calls if c.line is not None
+                        c.line for _, _, m in came_last for c in m.calls if c.line is not None
                     )
                 )[:late_lines],
             )
