@@ -119,6 +119,12 @@ def main() -> int:
         action="store_true",
         help="keep the traces there are; time and profile fixes",
     )
+    parser.add_argument(
+        "--truth-only",
+        action="store_true",
+        help="record only the truth runs, keeping each truth trace (P.truth-trace.json.gz) for "
+        "the idle-ownership check; no timing",
+    )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--budget-s", type=float, default=1e9, help="start no run after this")
@@ -151,7 +157,8 @@ def main() -> int:
         if (only and name not in only) or args.timing_only:
             continue
         plain = out / f"{name}.json.gz"
-        run([python, script, *common, *extra, "--profile", str(plain)], log, args.timeout, env)
+        if not args.truth_only:
+            run([python, script, *common, *extra, "--profile", str(plain)], log, args.timeout, env)
         truth_trace = out.parent / "work" / f"{name}.truth-trace.json"
         nodes = out.parent / "work" / f"{name}.nodes.json"
         run(
@@ -163,7 +170,16 @@ def main() -> int:
             rows = truth_rows(read_events(truth_trace), json.loads(nodes.read_text()))
             with gzip.open(out / f"{name}.truth.json.gz", "wt", encoding="utf-8") as handle:
                 json.dump({"program": name, "script": script, "args": extra, "ops": rows}, handle)
+            if args.truth_only:
+                with truth_trace.open("rb") as raw, gzip.open(
+                    out / f"{name}.truth-trace.json.gz", "wb", compresslevel=9
+                ) as packed:
+                    shutil.copyfileobj(raw, packed)
             truth_trace.unlink()
+        if args.truth_only:
+            (out / "measurements.json").write_text(json.dumps(measurements, indent=1))
+            pack(out, args.pack)
+            continue
         record = out / f"{name}.record.json.gz"
         run(
             [python, "-m", "brrr_trace", "record", "-o", str(record), "--wait", "1",
@@ -172,7 +188,7 @@ def main() -> int:
         )  # fmt: skip
         (out / "measurements.json").write_text(json.dumps(measurements, indent=1))
         pack(out, args.pack)
-    if not args.no_timing:
+    if not args.no_timing and not args.truth_only:
         timings: list[dict] = []
         measurements["pairs"] = timings
         for name, before, after, fix in PAIRS:

@@ -33,6 +33,12 @@ def add_common_args(
     g.add_argument("--time", action="store_true", help="time the steps and print a BENCH line")
     g.add_argument("--warmup", type=int, default=3, help="untimed steps before timing (--time)")
     g.add_argument("--repeats", type=int, default=1, help="timed regions to run (--time)")
+    g.add_argument(
+        "--time-profiled",
+        choices=["stack", "nostack"],
+        help="--time with the profiler recording all along (shapes, with or without stacks; "
+        "nothing is exported): the profiler's cost on the step",
+    )
     return parser
 
 
@@ -42,6 +48,8 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None = None):
         parser.error("--profile and --time are exclusive")
     if args.profile and args.steps < MIN_PROFILE_STEPS:
         parser.error(f"--profile needs --steps >= {MIN_PROFILE_STEPS}")
+    if args.time_profiled and not args.time:
+        parser.error("--time-profiled needs --time")
     if args.time and args.steps <= args.warmup:
         parser.error("--time needs --steps > --warmup")
     if args.log_every < 1:
@@ -123,8 +131,23 @@ def run_timed(
 ) -> dict:
     """Run --warmup untimed steps, then time the other steps (--repeats times) and print BENCH.
 
-    The GPU is synchronized only at the edges of each timed region, never inside it.
+    The GPU is synchronized only at the edges of each timed region, never inside it. With
+    --time-profiled the profiler records the whole run (its trace is dropped, never exported).
     """
+    if not getattr(args, "time_profiled", None):
+        return _run_timed(args, program, train_step, device)
+    activities = [ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profile(
+        activities=activities, record_shapes=True, with_stack=args.time_profiled == "stack"
+    ):
+        return _run_timed(args, program, train_step, device)
+
+
+def _run_timed(
+    args, program: str, train_step: Callable[[int], object], device: torch.device
+) -> dict:
     step = 0
     for _ in range(args.warmup):
         train_step(step)
