@@ -11,6 +11,7 @@ import numpy as np
 
 from brrr_trace import __version__, fanout
 from brrr_trace.analyzers.attribution import Locator, attribute_ops
+<<<<<<< HEAD
 from brrr_trace.analyzers.collectives import collectives_of
 from brrr_trace.analyzers.crossrank import (
     LineTime,
@@ -19,6 +20,10 @@ from brrr_trace.analyzers.crossrank import (
     merge,
     step_times,
 )
+=======
+from brrr_trace.analyzers.collective_lines import place_collectives
+from brrr_trace.analyzers.collectives import find_collectives
+>>>>>>> comm
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.kernels import kernel_kind
 from brrr_trace.analyzers.paths import PathMapper
@@ -306,7 +311,8 @@ def analyze_loaded(
     mapper = PathMapper(options.source_root or os.getcwd(), options.path_mappings)
     locator = Locator(trace, options, mapper)
     ops = attribute_ops(trace, locator)
-    timeline = build_timeline(trace, ops, locator, options)
+    collectives, ops = place_collectives(find_collectives(trace), trace, ops, locator)
+    timeline = build_timeline(trace, ops, locator, options, collectives)
     devices = _devices(trace, devices_present)
     peak = _peak_of(trace, device)
     classes = classify_ops(trace, ops, peak, options)
@@ -324,6 +330,7 @@ def analyze_loaded(
         options=options,
         span_ns=next((d.span_ns for d in timeline.devices if d.device == device), 0),
         sms=_sm_count(sms, peak),
+        collectives=collectives,
     )
     raw_findings = find_findings(context)
     rules_of_line: dict[int, list[str]] = {}
@@ -394,7 +401,10 @@ def analyze_loaded(
     by_regime = {
         regime: int(excl[classes.regime == code].sum()) for code, regime in enumerate(REGIMES)
     }
-    by_regime[Regime.OVERHEAD] += idle
+    # Idle while the host sat in a collective is communication; the rest of the idle overhead.
+    waited = idle_by_cause.get(IdleCause.COLLECTIVE, 0)
+    by_regime[Regime.OVERHEAD] += idle - waited
+    by_regime[Regime.COMMUNICATION] += waited
     placed_idle = sum(ns for (line, _), ns in timeline.idle_charges.items() if line != NONE)
     summary = Summary(
         gpu_busy_ns=busy,
@@ -454,7 +464,7 @@ def analyze_loaded(
         + _source_problems({**mapper.refused, **locator.skipped_sources}, options),
         notes=tuple(notes),
         steps=steps,
-        collectives=collectives_of(trace),
+        collectives=collectives.calls,
     )
 
 

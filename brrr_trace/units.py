@@ -37,3 +37,14 @@ def tflops(value: float, whole: bool = False) -> str:
 def bandwidth(gbps: float, whole_gb: bool = False) -> str:
     """``850 GB/s``, and from 1000 GB/s on ``3.41 TB/s``; ``whole_gb``: always whole GB/s."""
     return f"{gbps / 1000:.2f} TB/s" if gbps >= 1000 and not whole_gb else f"{gbps:.0f} GB/s"
+
+
+def data_size(nbytes: int) -> str:
+    """``512 B``, ``4.2 kB``, ``45.7 MB``, ``1.20 GB`` (decimal units, as bandwidths are)."""
+    if nbytes < 1_000:
+        return f"{nbytes} B"
+    if nbytes < 1_000_000:
+        return f"{nbytes / 1e3:.1f} kB"
+    if nbytes < 1_000_000_000:
+        return f"{nbytes / 1e6:.1f} MB"
+    return f"{nbytes / 1e9:.2f} GB"

@@ -29,11 +29,16 @@ class KernelKind(_Word):
 
 
 class Regime(_Word):
-    """Horace He's three regimes: where the time of a line goes."""
+    """Horace He's three regimes, and communication: where the time of a line goes.
+
+    Time on collectives (their GPU kernels, and the GPU idle while the host sits in a CPU-side
+    collective) is neither compute- nor memory-bound: much of it is one rank waiting for the
+    others, and its fixes are of another kind (docs/architecture.md §12)."""
 
     COMPUTE = "compute"
     MEMORY = "memory"
     OVERHEAD = "overhead"
+    COMMUNICATION = "communication"
 
 
 class IdleCause(_Word):
@@ -44,6 +49,7 @@ class IdleCause(_Word):
     HOST = "host"
     LAUNCH = "launch"
     OTHER = "other"
+    COLLECTIVE = "collective"  # the host sat in a collective with no GPU kernel (gloo, CPU)
 
 
 class Precision(_Word):

@@ -39,7 +39,15 @@ def test_analyze_json_follows_the_contract(
         "host",
         "launch",
         "other",
+        "collective",
     }
+    assert set(doc["summary"]["time_by_regime_us"]) == {
+        "compute",
+        "memory",
+        "overhead",
+        "communication",
+    }
+    assert doc["collectives"] == []
     (line,) = doc["lines"]
     assert (line["file"], line["line"], line["precision"]) == ("train.py", 3, "function")
     assert line["gpu_us"] == 5.0

@@ -172,12 +172,14 @@ JSON = r"""{
       "dataloader": 0.0,
       "host": 0.0,
       "launch": 0.0,
-      "other": 0.0
+      "other": 0.0,
+      "collective": 0.0
     },
     "time_by_regime_us": {
       "compute": 200.0,
       "memory": 70.0,
-      "overhead": 135.0
+      "overhead": 135.0,
+      "communication": 0.0
     },
     "kernels": 3,
     "unattributed_gpu_us": 0.0,
@@ -209,14 +211,16 @@ JSON = r"""{
       "time_by_regime_us": {
         "compute": 200.0,
         "memory": 0.0,
-        "overhead": 0.0
+        "overhead": 0.0,
+        "communication": 0.0
       },
       "idle_by_cause_us": {
         "sync": 0.0,
         "dataloader": 0.0,
         "host": 0.0,
         "launch": 0.0,
-        "other": 0.0
+        "other": 0.0,
+        "collective": 0.0
       },
       "profiler_overhead_us": 0.0,
       "top_kernels": [
@@ -252,14 +256,16 @@ JSON = r"""{
       "time_by_regime_us": {
         "compute": 0.0,
         "memory": 20.0,
-        "overhead": 130.0
+        "overhead": 130.0,
+        "communication": 0.0
       },
       "idle_by_cause_us": {
         "sync": 130.0,
         "dataloader": 0.0,
         "host": 0.0,
         "launch": 0.0,
-        "other": 0.0
+        "other": 0.0,
+        "collective": 0.0
       },
       "profiler_overhead_us": 2.5,
       "top_kernels": [
@@ -297,14 +303,16 @@ JSON = r"""{
       "time_by_regime_us": {
         "compute": 0.0,
         "memory": 50.0,
-        "overhead": 5.0
+        "overhead": 5.0,
+        "communication": 0.0
       },
       "idle_by_cause_us": {
         "sync": 5.0,
         "dataloader": 0.0,
         "host": 0.0,
         "launch": 0.0,
-        "other": 0.0
+        "other": 0.0,
+        "collective": 0.0
       },
       "profiler_overhead_us": 0.0,
       "top_kernels": [

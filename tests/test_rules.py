@@ -52,11 +52,19 @@ CASES = [
         364,
         "bf16_matmul",
     ),
-    ("small-grid", "AMD-AGI-TraceLens/b200__eager_trace.json.gz", None, "bf16_matmul"),
+    # (b200's small grids were its 73 all-reduce kernels: collectives are not SM-bound.)
+    (
+        "small-grid",
+        "AMD-AGI-TraceLens/h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+        150,
+        "bf16_matmul",
+    ),
+    # DDP rank 0 of 8 (MI300X): its bucket all-reduces run with nothing beside them. (b200's
+    # 2.1 ms of exposed all-reduces save nothing in its replay: that trace is host-bound.)
     (
         "exposed-communication",
-        "AMD-AGI-TraceLens/b200__eager_trace.json.gz",
-        None,
+        "AMD-AGI-TraceLens/mi300__resnet_act_checkpoint.json.gz",
+        82,
         "transformer_step",
     ),
 ]

@@ -29,6 +29,21 @@ _BACKWARD_FRAMES = (
 _BACKWARD_FUNCTIONS = frozenset({"backward", "grad"})
 
 
+def backward_call_rows(trace: Trace) -> np.ndarray:
+    """Rows of the Python frames of ``loss.backward()`` / ``torch.autograd.backward(...)``."""
+    frames, strings = trace.frames, trace.strings
+    is_call = np.array(
+        [
+            s.startswith(_BACKWARD_FRAMES) and s.rsplit(": ", 1)[-1] in _BACKWARD_FUNCTIONS
+            for s in strings
+        ],
+        dtype=bool,
+    )
+    mask = is_call[frames.name] if len(frames) else np.zeros(0, dtype=bool)
+    rows: np.ndarray = np.flatnonzero(mask)
+    return rows
+
+
 def _key(thread: np.ndarray, seq: np.ndarray) -> np.ndarray:
     return (thread.astype(np.int64) << 40) + seq.astype(np.int64)
 
@@ -105,19 +120,12 @@ class BackwardIndex:
         return keys[last], rows[last]
 
     def _backward_calls(self) -> Innermost:
-        frames, strings = self.trace.frames, self.trace.strings
-        is_call = np.array(
-            [
-                s.startswith(_BACKWARD_FRAMES) and s.rsplit(": ", 1)[-1] in _BACKWARD_FUNCTIONS
-                for s in strings
-            ],
-            dtype=bool,
-        )
-        mask = is_call[frames.name] if len(frames) else np.zeros(0, dtype=bool)
-        self._call_rows = np.flatnonzero(mask)
+        frames = self.trace.frames
+        self._call_rows = backward_call_rows(self.trace)
+        rows = self._call_rows
         # One timeline for all threads: the engine's threads run while the caller waits.
-        zeros = np.zeros(int(mask.sum()), dtype=np.int64)
-        return Innermost(zeros, frames.start_ns[mask], frames.end_ns[mask])
+        zeros = np.zeros(len(rows), dtype=np.int64)
+        return Innermost(zeros, frames.start_ns[rows], frames.end_ns[rows])
 
     def points(self, thread: np.ndarray, t: np.ndarray) -> BackwardPoints:
         n = len(t)

@@ -48,11 +48,9 @@ class CollectiveCall:
 
 # Host-side op names that are (part of) a collective call.
 _HOST_OP = re.compile(
-    r"^(?:record_param_comms$|c10d::|_c10d_functional::|c10d_functional::"
+    r"^(?:record_param_comms$|c10d::|_c10d_functional::|c10d_functional::|symm_mem::"
     r"|(?:nccl|rccl|gloo|ucc|mpi|xccl|hccl):)"
 )
-# Ops of those families that wait for a collective rather than issue one.
-_WAITS = frozenset({"wait", "wait_tensor"})
 _PARAM_COMMS = "record_param_comms"
 
 # Spellings of collectives in c10d op names, backend regions and "Collective name", normalized.
@@ -70,9 +68,9 @@ _NAMES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"^_?reduce", "reduce"),
         (r"^_?gather", "gather"),
         (r"^_?scatter", "scatter"),
-        (r"^wait", "wait"),
     )
 )
+_COLLECTIVES = frozenset(name for _, name in _NAMES)
 
 # c10::ScalarType names, as "dtype" of the collective metadata writes them: bytes per element.
 _SCALAR_TYPE_BYTES = {
@@ -101,7 +99,7 @@ def normalized_name(text: str) -> str:
     for pattern, name in _NAMES:
         if pattern.search(word):
             return name
-    return word.strip("_") or "unknown"
+    return word.strip("_") or "unknown"  # not a collective: waits, set-up
 
 
 @dataclass(frozen=True)
@@ -113,16 +111,33 @@ class _Meta:
     group: str | None = None
 
 
+@dataclass(frozen=True)
+class Collectives:
+    """The calls, and what the analysis needs about each beyond the contract."""
+
+    calls: tuple[CollectiveCall, ...]
+    thread: tuple[int, ...]  # the host thread that issued each
+    kernels: tuple[tuple[int, ...], ...]  # its GPU collective kernels (rows of trace.gpu)
+    line_id: tuple[int, ...] = ()  # the line it is charged to (NONE), once placed
+    # Every line it is charged for (the bucket's producers, by GPU time), line_id first.
+    lines: tuple[tuple[int, ...], ...] = ()
+
+
 def collectives_of(trace: Trace) -> tuple[CollectiveCall, ...]:
-    """The trace's collective calls in host start order, ``line`` None (the pipeline charges
-    them to lines, docs/architecture.md §12)."""
+    """The trace's collective calls in host start order, ``line`` None (``place`` charges them
+    to lines, docs/architecture.md §12)."""
+    return find_collectives(trace).calls
+
+
+def find_collectives(trace: Trace) -> Collectives:
     cpu, strings = trace.cpu_ops, trace.strings
+    none = Collectives((), (), ())
     if not len(cpu):
-        return ()
+        return none
     is_comm = np.array([bool(_HOST_OP.match(s)) for s in strings], dtype=bool)
     rows = np.flatnonzero(is_comm[cpu.name])
     if not len(rows):
-        return ()
+        return none
     outer = _outermost(trace, rows)
     index = Innermost(cpu.thread[outer], cpu.start_ns[outer], cpu.end_ns[outer])
     # Which call each collective op (its outermost op) belongs to.
@@ -136,13 +151,13 @@ def collectives_of(trace: Trace) -> tuple[CollectiveCall, ...]:
     step_starts = np.array([a for a, _ in steps], dtype=np.int64)
     step_numbers = _step_numbers(trace)
     counters: dict[str, int] = {}
-    out = []
+    calls, threads, kernel_rows = [], [], []
     for k, row in enumerate(outer.tolist()):
         meta = _meta_of(trace, metas.get(k, [row]))
-        # A bare record_param_comms without metadata (2023 traces) says nothing of what it is.
-        if meta.name is None or meta.name in _WAITS:
+        # A bare record_param_comms without metadata (2023 traces) says nothing of what it is;
+        # c10d also has ops that are no collective (rendezvous, process-group set-up).
+        if meta.name not in _COLLECTIVES:
             continue
-        name = meta.name
         group = meta.group or DEFAULT_GROUP
         index_in_group = counters.get(group, 0)
         counters[group] = index_in_group + 1
@@ -152,22 +167,25 @@ def collectives_of(trace: Trace) -> tuple[CollectiveCall, ...]:
             s = int(np.searchsorted(step_starts, start, side="right")) - 1
             if s >= 0 and start < steps[s][1]:
                 step = step_numbers[s]
-        span = kernels.get(k)
-        out.append(
+        mine = kernels.get(k, [])
+        gpu = trace.gpu
+        calls.append(
             CollectiveCall(
                 group=group,
                 index=index_in_group,
-                name=name,
+                name=meta.name,
                 bytes=_bytes(meta),
                 step=step,
                 host_start_ns=start,
                 host_end_ns=end,
-                kernel_start_ns=span[0] if span else None,
-                kernel_end_ns=span[1] if span else None,
+                kernel_start_ns=int(gpu.start_ns[mine].min()) if mine else None,
+                kernel_end_ns=int(gpu.end_ns[mine].max()) if mine else None,
                 line=None,
             )
         )
-    return tuple(out)
+        threads.append(int(cpu.thread[row]))
+        kernel_rows.append(tuple(mine))
+    return Collectives(tuple(calls), tuple(threads), tuple(kernel_rows))
 
 
 def _outermost(trace: Trace, rows: np.ndarray) -> np.ndarray:
@@ -262,32 +280,27 @@ def _bytes(meta: _Meta) -> int | None:
     return max(counts) * meta.dtype_bytes
 
 
-def _kernels_by_call(trace: Trace, calls: Innermost) -> dict[int, tuple[int, int]]:
-    """(first start, last end) of the collective kernels launched inside each call."""
+def _kernels_by_call(trace: Trace, calls: Innermost) -> dict[int, list[int]]:
+    """The collective kernels launched inside each call (rows of trace.gpu, by start)."""
     gpu, host, strings = trace.gpu, trace.host_calls, trace.strings
     if not len(gpu):
         return {}
-    comm_names = {
+    comm_names = [
         sid
         for sid in np.unique(gpu.name).tolist()
         if kernel_kind(strings[sid]) is KernelKind.COMMUNICATION
-    }
-    rows = np.flatnonzero((gpu.kind == GPU_KERNEL) & np.isin(gpu.name, list(comm_names)))
+    ]
+    rows = np.flatnonzero((gpu.kind == GPU_KERNEL) & np.isin(gpu.name, comm_names))
     if not len(rows):
         return {}
     launch = link_launches(gpu.correlation[rows], host.correlation)
     ok = launch != NONE
     rows, launch = rows[ok], launch[ok]
     owner = calls.at_many(host.thread[launch], host.start_ns[launch])
-    out: dict[int, tuple[int, int]] = {}
+    out: dict[int, list[int]] = {}
     for row, k in zip(rows.tolist(), owner.tolist(), strict=True):
-        if k == NONE:
-            continue
-        a, b = int(gpu.start_ns[row]), int(gpu.end_ns[row])
-        if k in out:
-            out[k] = (min(out[k][0], a), max(out[k][1], b))
-        else:
-            out[k] = (a, b)
+        if k != NONE:
+            out.setdefault(k, []).append(row)
     return out
 
 

@@ -26,7 +26,12 @@ from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import GPU_MEMCPY, GPU_MEMSET, Trace
 from brrr_trace.vocabulary import IdleCause, KernelKind, Regime
 
-REGIMES: tuple[Regime, ...] = (Regime.COMPUTE, Regime.MEMORY, Regime.OVERHEAD)
+REGIMES: tuple[Regime, ...] = (
+    Regime.COMPUTE,
+    Regime.MEMORY,
+    Regime.OVERHEAD,
+    Regime.COMMUNICATION,
+)
 
 
 @dataclass(frozen=True)
@@ -155,6 +160,9 @@ def classify_ops(
         regime[row], flops[row], nbytes[row], roof[row], ridge[row] = verdict
     tiny = (duration < options.tiny_kernel_ns) & (gpu.kind != GPU_MEMCPY)
     regime[tiny] = REGIMES.index(Regime.OVERHEAD)
+    # A collective kernel's time is communication, much of it waiting for the other ranks,
+    # however short it is and whatever bytes it moves: never compute or memory.
+    regime[op_kind == _KINDS.index(KernelKind.COMMUNICATION)] = REGIMES.index(Regime.COMMUNICATION)
     cost_ns = duration.astype(np.float64)
     if has_op.any():
         # An op's FLOPs and bytes were spent over all its kernels, not only its longest.
@@ -247,8 +255,8 @@ def line_costs(
     gpu_ns = np.bincount(line, weights=excl, minlength=n_lines)
     bwd_ns = np.bincount(line, weights=excl * ops.backward[placed], minlength=n_lines)
     count = np.bincount(line, minlength=n_lines)
-    by_regime = np.zeros((n_lines, 3))
-    for code in range(3):
+    by_regime = np.zeros((n_lines, len(REGIMES)))
+    for code in range(len(REGIMES)):
         sel = classes.regime[placed] == code
         by_regime[:, code] = np.bincount(line[sel], weights=excl[sel], minlength=n_lines)
     idle: dict[int, dict[IdleCause, int]] = {}
@@ -285,10 +293,12 @@ def line_costs(
             if inclusive.get(k, 0):
                 out.append(_caller_only(k, key, inclusive[k], called[k]))
             continue
+        waited = causes[IdleCause.COLLECTIVE]
         regimes = {
             Regime.COMPUTE: int(by_regime[k, 0]),
             Regime.MEMORY: int(by_regime[k, 1]),
-            Regime.OVERHEAD: int(by_regime[k, 2]) + sum(causes.values()),
+            Regime.OVERHEAD: int(by_regime[k, 2]) + sum(causes.values()) - waited,
+            Regime.COMMUNICATION: int(by_regime[k, 3]) + waited,
         }
         out.append(
             LineCost(
@@ -336,7 +346,7 @@ def _inclusive(
         for caller in dict.fromkeys(locator.callers(int(f))):
             if caller != own_line and caller != NONE:
                 out[caller] = out.get(caller, 0.0) + ns
-                called.setdefault(caller, np.zeros(3))[code] += ns
+                called.setdefault(caller, np.zeros(len(REGIMES)))[code] += ns
     return {k: int(v) for k, v in out.items()}, called
 
 

@@ -7,7 +7,10 @@ returned, less what the profiler itself cost there: the trace was recorded with 
 slows the host down) and the call's own time. A launch puts its GPU ops on their streams; each
 starts when launched (plus the launch latency the trace shows) or when its stream is free,
 whichever is later. A blocking call holds the host until every op launched so far has finished.
-GPU ops the program did not launch (launched before the trace began) keep their times.
+GPU ops the program did not launch (launched before the trace began) keep their times. Where a
+collective kernel and another stream's op waited for one another in the trace (DDP's
+communication stream waits for the gradient, the optimizer for the all-reduce), the later one
+starts no sooner than the earlier one ends in the replay too.
 
 A ``Fix`` edits that graph: host work taken away, calls that no longer block, GPU ops with a new
 duration (0 removes one). The saving is the baseline replay's end minus the fixed replay's, so
@@ -23,9 +26,12 @@ import numpy as np
 
 from brrr_trace.analyzers.attribution import Locator, OpAttribution
 from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.kernels import kernel_kind
 from brrr_trace.options import AnalysisOptions
-from brrr_trace.traces.model import Trace
+from brrr_trace.traces.model import GPU_KERNEL, Trace
+from brrr_trace.vocabulary import KernelKind
 
+_DEPENDENCY_SLACK_NS = 1_000  # an op may start this much before the one it waited for ends
 CALL_NS = 2_000  # what a blocking call costs the host when there is nothing to wait for
 _MAX_LATENCY_NS = 20_000  # longer than this from launch to start is not launch latency
 _MIN_LAUNCH_NS = 500  # what a launch call costs the host at the least
@@ -70,6 +76,9 @@ class StepGraph:
     latency: list[int]
     others: list[tuple[int, int, int]]  # (start, end, stream) of ops launched outside
     tail: int  # host work after the last event up to the end of the trace
+    # GPU op -> the op on another stream it waited for in the trace (collectives only)
+    after: dict[int, int] = field(default_factory=dict)
+    fixed_ends: dict[int, int] = field(default_factory=dict)  # such an op, not launched: its end
     _base: tuple[int, list[int], list[tuple[int, int]]] | None = None
 
     def saving(self, fix: Fix) -> int:
@@ -160,6 +169,9 @@ class StepGraph:
         finish = max((end for _, end, _ in others), default=0)
         queued_end = 0
         saved = fix.host_saved
+        after = self.after
+        waited_for = set(after.values())
+        ends = dict(self.fixed_ends)
         for i, ops in enumerate(self.launched):
             clock += max(0, self.work[i] - saved.get(i, 0))
             if clocks is not None:
@@ -175,7 +187,11 @@ class StepGraph:
                     continue
                 s = stream[row]
                 begin = max(clock + latency[row], stream_free.get(s, 0))
+                if after:
+                    begin = max(begin, ends.get(after.get(row, NONE), 0))
                 end = begin + ns
+                if row in waited_for:
+                    ends[row] = end
                 stream_free[s] = end
                 queued_end = max(queued_end, end)
                 first_begin = begin if not last_end else min(first_begin, begin)
@@ -244,7 +260,11 @@ def build_graph(
         if len(rows) and end_of_trace > last_host
         else 0
     )
+    after = _collective_waits(trace, ops)
+    launched_ops = event_of_op != NONE
     return StepGraph(
+        after=after,
+        fixed_ends={y: int(gpu.end_ns[y]) for y in set(after.values()) if not launched_ops[y]},
         host_rows=rows,
         start=starts.tolist(),
         own=own.tolist(),
@@ -269,6 +289,42 @@ def build_graph(
         ),
         tail=max(0, end_of_trace - last_host - tail_cost) if len(rows) else 0,
     )
+
+
+def _collective_waits(trace: Trace, ops: OpAttribution) -> dict[int, int]:
+    """GPU op -> the op on another stream it waited for, where one of the two is a collective
+    kernel: launched, its stream free, it still started more than a launch latency later, just
+    as the other one ended."""
+    gpu, host = trace.gpu, trace.host_calls
+    if not len(gpu) or not len(host):
+        return {}
+    is_comm_name = np.array(
+        [kernel_kind(s) is KernelKind.COMMUNICATION for s in trace.strings], dtype=bool
+    )
+    comm = is_comm_name[gpu.name] & (gpu.kind == GPU_KERNEL)
+    if not comm.any():
+        return {}
+    order = np.lexsort((gpu.start_ns, gpu.stream))
+    stream = gpu.stream[order]
+    free = np.concatenate(([np.iinfo(np.int64).min], gpu.end_ns[order][:-1]))
+    free[np.concatenate(([True], stream[1:] != stream[:-1]))] = np.iinfo(np.int64).min
+    ready = np.full(len(gpu), np.iinfo(np.int64).max, dtype=np.int64)
+    launch = ops.launch[order]
+    has = launch != NONE
+    ready[order[has]] = np.maximum(host.start_ns[launch[has]], free[has])
+    waited = np.flatnonzero(gpu.start_ns - ready > _MAX_LATENCY_NS)
+    if not len(waited):
+        return {}
+    by_end = np.argsort(gpu.end_ns, kind="stable")
+    ends = gpu.end_ns[by_end]
+    k = np.searchsorted(ends, gpu.start_ns[waited] + _DEPENDENCY_SLACK_NS, side="right") - 1
+    ok = k >= 0
+    waited, k = waited[ok], k[ok]
+    other = by_end[k]
+    near = (gpu.end_ns[other] >= gpu.start_ns[waited] - _MAX_LATENCY_NS) & (other != waited)
+    near &= gpu.stream[other] != gpu.stream[waited]
+    near &= comm[waited] | comm[other]
+    return dict(zip(waited[near].tolist(), other[near].tolist(), strict=True))
 
 
 def _first_host_time(trace: Trace, thread: int) -> int:

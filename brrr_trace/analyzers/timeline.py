@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from brrr_trace.analyzers.attribution import Locator, OpAttribution
+from brrr_trace.analyzers.collectives import Collectives
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import GPU_MEMCPY, Trace
@@ -85,7 +86,11 @@ class Timeline:
 
 
 def build_timeline(
-    trace: Trace, ops: OpAttribution, locator: Locator, options: AnalysisOptions
+    trace: Trace,
+    ops: OpAttribution,
+    locator: Locator,
+    options: AnalysisOptions,
+    collectives: Collectives | None = None,
 ) -> Timeline:
     gpu = trace.gpu
     exclusive = np.zeros(len(gpu), dtype=np.int64)
@@ -94,6 +99,7 @@ def build_timeline(
     waits: dict[int, set[int]] = {}
     sync_gaps: dict[int, int] = {}
     sync = _sync_calls(trace, ops)
+    waits_in = _host_collectives(collectives)
     devices = []
     for device in np.unique(gpu.device).tolist():
         rows = np.flatnonzero(gpu.device == device)
@@ -106,7 +112,7 @@ def build_timeline(
         gap_start, gap_end = before[is_gap], start[is_gap]
         cause = _classify(
             trace, ops, locator, options, sync, gap_start, gap_end, gap_rows, charges, profiler,
-            waits, sync_gaps,
+            waits, sync_gaps, waits_in,
         )  # fmt: skip
         devices.append(
             DeviceTimeline(
@@ -149,6 +155,41 @@ class _SyncCalls:
     row: np.ndarray  # host call rows
 
 
+@dataclass(frozen=True)
+class _HostCollectives:
+    """Collectives the host itself carries out (no GPU kernel: gloo, CPU): while the host sits
+    in one, the GPU waits for it."""
+
+    start: np.ndarray
+    end: np.ndarray
+    line: np.ndarray  # the line each is charged to, NONE
+
+
+def _host_collectives(found: Collectives | None) -> _HostCollectives:
+    keep: list[tuple[int, int, int]] = []
+    if found is not None:
+        for call, kernels, line in zip(found.calls, found.kernels, found.line_id, strict=True):
+            if not kernels:
+                keep.append((call.host_start_ns, call.host_end_ns, line))
+    table = np.array(sorted(keep), dtype=np.int64).reshape(-1, 3)
+    return _HostCollectives(table[:, 0], table[:, 1], table[:, 2])
+
+
+def _collective_overlaps(
+    found: _HostCollectives, g0: np.ndarray, g1: np.ndarray
+) -> dict[int, list[tuple[int, int]]]:
+    """Per gap (sorted, disjoint): (host collective, ns of the gap inside it) for each it meets."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    for k, (a, b) in enumerate(zip(found.start.tolist(), found.end.tolist(), strict=True)):
+        lo = int(np.searchsorted(g1, a, side="right"))
+        hi = int(np.searchsorted(g0, b, side="left"))
+        for gap in range(lo, hi):
+            ns = min(int(g1[gap]), b) - max(int(g0[gap]), a)
+            if ns > 0:
+                out.setdefault(gap, []).append((k, ns))
+    return out
+
+
 def _sync_calls(trace: Trace, ops: OpAttribution) -> _SyncCalls:
     host = trace.host_calls
     is_sync_name = np.array([s in _SYNC_CALLS for s in trace.strings], dtype=bool)
@@ -178,6 +219,7 @@ def _classify(
     profiler: dict[tuple[int, IdleCause], int],
     waits: dict[int, set[int]],
     sync_gaps: dict[int, int],
+    in_collective: _HostCollectives,
 ) -> np.ndarray:
     host = trace.host_calls
     n = len(g0)
@@ -213,8 +255,32 @@ def _classify(
 
     profiler_cost = locator.profiler_cost_between
 
+    # collective: the host sat in a collective of its own (gloo) for most of the gap, or when
+    # the queue ran dry. The calls' lines own the time the host was in them, the line whose
+    # launch ends the gap the rest.
+    is_collective = np.zeros(n, dtype=bool)
+    for gap, inside in _collective_overlaps(in_collective, g0, g1).items():
+        length = int(g1[gap] - g0[gap])
+        met = sum(ns for _, ns in inside)
+        began_in = any(in_collective.start[k] - tol <= g0[gap] for k, _ in inside)
+        if 2 * met < length and not began_in:
+            continue
+        is_collective[gap] = True
+        scale = min(1.0, length / met)
+        taken = 0
+        for k, ns in inside:
+            part = int(ns * scale)
+            charge(int(in_collective.line[k]), IdleCause.COLLECTIVE, part)
+            taken += part
+        after = int(ops.line[next_rows[gap]])
+        if length > taken:
+            owner = after if after != NONE else int(in_collective.line[inside[-1][0]])
+            charge(owner, IdleCause.COLLECTIVE, length - taken)
+    cause[is_collective] = _CAUSE_CODE[IdleCause.COLLECTIVE]
+
     # sync: the host sat in a blocking call when the queue ran dry.
     sync_row = _sync_before(sync, g0, tol)
+    sync_row[is_collective] = NONE
     is_sync = sync_row != NONE
     cause[is_sync] = _CAUSE_CODE[IdleCause.SYNC]
     if is_sync.any():
@@ -248,7 +314,7 @@ def _classify(
             waits.setdefault(line, set()).add(row)
             sync_gaps[line] = sync_gaps.get(line, 0) + gap
 
-    undecided = ~is_sync
+    undecided = ~is_sync & ~is_collective
     # dataloader: the launching thread was inside DataLoader.__next__ for most of the gap.
     if len(locator.dataloader_rows):
         for k in np.flatnonzero(undecided & known).tolist():

@@ -172,6 +172,8 @@ def hover_markdown(
     ]
     for regime in Regime:
         ns = line.time_by_regime_ns.get(regime, 0)
+        if regime is Regime.COMMUNICATION and not ns:
+            continue  # a line with no collective: the three regimes of a single GPU
         out.append(f"| {regime} | {units.duration(ns)} | {units.share(ns, line.total_ns)} |")
     out.append("")
     idle = [(c, ns) for c, ns in line.idle_by_cause_ns.items() if ns > 0]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from brrr_trace.analyzers.attribution import Locator, OpAttribution
+from brrr_trace.analyzers.collectives import Collectives
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.regimes import LineCost, OpClasses
 from brrr_trace.analyzers.replay import Fix, StepGraph, build_graph
@@ -41,6 +42,7 @@ class RuleContext:
     options: AnalysisOptions
     span_ns: int
     sms: int | None
+    collectives: Collectives = field(default_factory=lambda: Collectives((), (), ()))
     _rows: dict[int, np.ndarray] = field(default_factory=dict)
     _graph: StepGraph | None = None
 

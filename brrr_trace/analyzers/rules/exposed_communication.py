@@ -1,51 +1,153 @@
-"""exposed-communication: collective kernels with no computation beside them.
+"""exposed-communication: collectives with no computation beside them.
 
-Why it costs: the GPU computes nothing while they run. The saving: the exposed time, at most the
-compute there is to overlap it with.
+What it detects: the part of each collective kernel's time that no other GPU op covers, and
+the GPU idle while the host sat in a collective of its own (gloo), charged to the line the
+call belongs to (a DDP bucket's forward lines, the line of an explicit ``dist.all_reduce``:
+docs/architecture.md §12).
+
+Why it costs: the GPU computes nothing meanwhile. Where ranks are imbalanced, much of that
+time is this rank waiting for the slowest one.
+
+The saving: the replay with the exposed part of each collective taken away (its kernels
+shortened by what nothing covered, the host's time in the blocking collective removed), never
+more than the exposed time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.replay import Fix
 from brrr_trace.analyzers.rules.context import RawFinding, RuleContext, duration_text
-from brrr_trace.vocabulary import KernelKind
+from brrr_trace.vocabulary import IdleCause, KernelKind
+
+_FIX = (
+    "Overlap communication with compute: smaller DDP buckets (bucket_cap_mb) start their "
+    "all-reduce sooner; during gradient accumulation, skip it under no_sync() until the last "
+    "micro-batch; FSDP: forward/backward prefetch. If the ranks are imbalanced, the time is "
+    "waiting for the slowest rank: compare the ranks' traces."
+)
+
+
+@dataclass
+class _Exposed:
+    kernel_ns: int = 0  # collective kernel time nothing else covered
+    calls: int = 0
+    names: dict[str, int] = field(default_factory=dict)
+    durations: dict[int, int] = field(default_factory=dict)  # GPU row -> re-timed duration
+    windows: list[tuple[int, int, int]] = field(default_factory=list)  # host collectives
+    covers: dict[int, None] = field(default_factory=dict)
 
 
 def exposed_communication(ctx: RuleContext) -> Iterator[RawFinding]:
     gpu = ctx.trace.gpu
     comm = np.array([ctx.kind(r) is KernelKind.COMMUNICATION for r in range(len(gpu))], dtype=bool)
-    if not comm.any():
+    found = ctx.collectives
+    if not comm.any() and not found.calls:
         return
     other = np.flatnonzero(~comm)
-    starts, ends = gpu.start_ns[other], gpu.end_ns[other]
-    order = np.argsort(starts)
-    starts, ends = starts[order], np.maximum.accumulate(ends[order]) if len(order) else ends
-    per_line: dict[int, float] = {}
-    for row in np.flatnonzero(comm).tolist():
+    order = other[np.argsort(gpu.start_ns[other], kind="stable")]
+    starts = gpu.start_ns[order]
+    reach = np.maximum.accumulate(gpu.end_ns[order]) if len(order) else starts
+
+    def exposed_of(row: int) -> int:
         a, b = int(gpu.start_ns[row]), int(gpu.end_ns[row])
-        covered = _covered(starts, ends, a, b)
-        exposed: float = (b - a) - covered
+        return (b - a) - _covered(starts, reach, a, b)
+
+    per_line: dict[int, _Exposed] = {}
+    in_a_call: set[int] = set()
+    for k, call in enumerate(found.calls):
+        line = found.line_id[k]
+        in_a_call.update(found.kernels[k])
+        if line == NONE:
+            continue
+        entry = per_line.setdefault(line, _Exposed())
+        entry.calls += 1
+        entry.names[call.name] = entry.names.get(call.name, 0) + 1
+        entry.covers.update(dict.fromkeys(found.lines[k]))
+        if not found.kernels[k]:
+            entry.windows.append((found.thread[k], call.host_start_ns, call.host_end_ns))
+        for row in found.kernels[k]:
+            ns = exposed_of(row)
+            entry.kernel_ns += ns
+            if ns > 0:
+                entry.durations[row] = int(gpu.end_ns[row] - gpu.start_ns[row]) - ns
+    # Collective kernels no recognised host op issued (a library's own all-reduce).
+    for row in np.flatnonzero(comm).tolist():
         line = int(ctx.ops.line[row])
-        if exposed > 0 and line != NONE:
-            per_line[line] = per_line.get(line, 0.0) + exposed
-    compute_busy = float((gpu.end_ns[other] - gpu.start_ns[other]).sum())
-    for line_id, exposed in per_line.items():
-        saving = min(exposed, compute_busy)
+        if row in in_a_call or line == NONE:
+            continue
+        entry = per_line.setdefault(line, _Exposed())
+        ns = exposed_of(row)
+        entry.kernel_ns += ns
+        if ns > 0:
+            entry.durations[row] = int(gpu.end_ns[row] - gpu.start_ns[row]) - ns
+    for line_id, entry in per_line.items():
+        cost = ctx.by_id.get(line_id)
+        waited = ctx.idle(cost, IdleCause.COLLECTIVE) if cost is not None else 0
+        exposed = entry.kernel_ns + waited
+        if not ctx.worth_it(exposed):
+            continue
+        fix = Fix(
+            "the collectives' exposed time taken away",
+            host_saved=_host_waits(ctx, entry.windows, waited),
+            durations=entry.durations,
+        )
+        saving, evidence = ctx.replayed(fix)
+        saving = min(saving, exposed)
         if not ctx.worth_it(saving):
             continue
+        what = ", ".join(f"{name} ×{n}" for name, n in sorted(entry.names.items()))
+        calls = (
+            f"{entry.calls} collective call(s) ({what})" if entry.calls else "collective kernels"
+        )
+        host = (
+            f", {duration_text(waited)} of it with the host blocked in the call while the GPU idled"
+            if waited
+            else ""
+        )
         yield RawFinding(
             "exposed-communication",
             line_id,
             int(saving),
-            f"collective kernels run {duration_text(exposed)} with no computation beside them",
-            "Overlap communication with compute: DDP bucket_cap_mb, no_sync() during gradient "
-            "accumulation, FSDP prefetching.",
-            {"exposed_us": round(exposed / 1e3, 1)},
+            f"{calls} run {duration_text(exposed)} with no computation beside them{host}",
+            _FIX,
+            {
+                "exposed_us": round(exposed / 1e3, 1),
+                "kernel_exposed_us": round(entry.kernel_ns / 1e3, 1),
+                "host_wait_us": round(waited / 1e3, 1),
+                "calls": entry.calls,
+                **evidence,
+            },
+            covers=tuple(dict.fromkeys((line_id, *entry.covers))),
         )
+
+
+def _host_waits(
+    ctx: RuleContext, windows: list[tuple[int, int, int]], waited: int
+) -> dict[int, int]:
+    """Per replay event: the host time inside these host collectives, cut to ``waited`` in
+    all (what the GPU idled for them)."""
+    if not windows or waited <= 0:
+        return {}
+    saved: dict[int, int] = {}
+    for thread in sorted({w[0] for w in windows}):
+        mine = [(a, b) for h, a, b in windows if h == thread]
+        inside = ctx.graph.host_work_inside(
+            thread,
+            np.array([a for a, _ in mine], dtype=np.int64),
+            np.array([b for _, b in mine], dtype=np.int64),
+        )
+        for event, ns in inside.items():
+            saved[event] = saved.get(event, 0) + ns
+    total = sum(saved.values())
+    if total > waited:
+        saved = {event: ns * waited // total for event, ns in saved.items()}
+    return {event: ns for event, ns in saved.items() if ns > 0}
 
 
 def _covered(starts: np.ndarray, reach: np.ndarray, a: int, b: int) -> int:

@@ -12,6 +12,8 @@ import numpy as np
 from brrr_trace.analyzers.rules.context import RawFinding, RuleContext
 from brrr_trace.vocabulary import KernelKind
 
+_NOT_SM_BOUND = frozenset({KernelKind.MEMCPY, KernelKind.COMMUNICATION})
+
 
 def small_grid(ctx: RuleContext) -> Iterator[RawFinding]:
     if not ctx.sms:
@@ -25,7 +27,9 @@ def small_grid(ctx: RuleContext) -> Iterator[RawFinding]:
         known = gpu.grid[rows][:, 0] > 0
         dur = ctx.duration(rows)
         small = known & (blocks < ctx.sms) & (dur >= ctx.options.small_grid_min_ns)
-        small &= np.array([ctx.kind(r) is not KernelKind.MEMCPY for r in rows.tolist()])
+        # Copies have no grid to speak of; collectives use few blocks on purpose (NCCL channels)
+        # and are bound by the links, not the SMs.
+        small &= np.array([ctx.kind(r) not in _NOT_SM_BOUND for r in rows.tolist()])
         if not small.any():
             continue
         saving = float((dur[small] * (1 - blocks[small] / ctx.sms)).sum())

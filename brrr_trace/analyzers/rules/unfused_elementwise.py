@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.regimes import REGIMES
 from brrr_trace.analyzers.replay import Fix
 from brrr_trace.analyzers.rules.context import RawFinding, RuleContext
 from brrr_trace.vocabulary import KernelKind, Regime
@@ -112,4 +113,4 @@ def _invocations(ctx: RuleContext) -> np.ndarray:
     return out
 
 
-_REGIME_CODE = {Regime.COMPUTE: 0, Regime.MEMORY: 1, Regime.OVERHEAD: 2}
+_REGIME_CODE = {regime: code for code, regime in enumerate(REGIMES)}
