@@ -11,8 +11,8 @@ import numpy as np
 
 from brrr_trace import __version__, fanout
 from brrr_trace.analyzers.attribution import Locator, attribute_ops
-<<<<<<< HEAD
-from brrr_trace.analyzers.collectives import collectives_of
+from brrr_trace.analyzers.collective_lines import place_collectives
+from brrr_trace.analyzers.collectives import find_collectives
 from brrr_trace.analyzers.crossrank import (
     LineTime,
     RankPiece,
@@ -20,10 +20,6 @@ from brrr_trace.analyzers.crossrank import (
     merge,
     step_times,
 )
-=======
-from brrr_trace.analyzers.collective_lines import place_collectives
-from brrr_trace.analyzers.collectives import find_collectives
->>>>>>> comm
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.kernels import kernel_kind
 from brrr_trace.analyzers.paths import PathMapper

@@ -116,7 +116,7 @@ train.py:20 +10.0 ms
     train.py:30  5.1 ms / 10.2 ms (rank 0)
     train.py:20  5.0 ms / 10.0 ms (rank 1)
     train.py:10  5.8 ms / 5.8 ms (rank 0)
-    train.py:40  238.0 µs / 340.0 µs (rank 1)"""
+    train.py:40  240.0 µs / 340.0 µs (rank 1)"""
 
 
 def test_json_cross_rank_fields(run: str) -> None:
