@@ -9,15 +9,18 @@ from typing import Any
 
 import numpy as np
 
-from brrr_trace import __version__, fanout
+from brrr_trace import __version__, fanout, units
 from brrr_trace.analyzers.attribution import Locator, attribute_ops
 from brrr_trace.analyzers.collective_lines import place_collectives
 from brrr_trace.analyzers.collectives import find_collectives
 from brrr_trace.analyzers.crossrank import (
+    CrossRank,
     LineTime,
     RankPiece,
+    RankTimes,
     issues_collectives,
     merge,
+    same_line,
     step_times,
 )
 from brrr_trace.analyzers.intervals import NONE
@@ -218,6 +221,45 @@ def summarize_rank(
     return piece, report if keep_report else None
 
 
+def _less_the_wait(
+    findings: tuple[Finding, ...],
+    own: RankTimes | None,
+    cross: CrossRank,
+    span_ns: int,
+    options: AnalysisOptions,
+) -> tuple[Finding, ...]:
+    """exposed-communication on the reported rank, less its wait for later ranks: overlap
+    cannot hide the time a collective waits for a straggler (the straggler finding has it)."""
+    if own is None or not own.wait_by_line:
+        return findings
+    late = ", ".join(str(s.rank) for s in cross.stragglers[:3]) or "the later ranks"
+    out = []
+    for f in findings:
+        wait = sum(ns for where, ns in own.wait_by_line if same_line(where, f.file, f.path, f.line))
+        if f.rule != "exposed-communication" or not wait:
+            out.append(f)
+            continue
+        saving = max(0, f.est_savings_ns - wait)
+        if saving < options.min_savings_ns or saving < options.min_savings_share * span_ns:
+            continue
+        out.append(
+            dataclasses.replace(
+                f,
+                est_savings_ns=saving,
+                severity=severity_of_saving(
+                    saving, span_ns, options.warning_share, options.information_share
+                ),
+                message=f"{f.message}; {units.duration(wait)} of it is waiting for rank(s) "
+                f"{late} (straggler), which overlap cannot hide",
+                evidence={**f.evidence, "waiting_for_ranks_us": round(wait / 1e3, 1)},
+                est_savings_per_step_ns=None
+                if f.est_savings_per_step_ns is None or not f.est_savings_ns
+                else f.est_savings_per_step_ns * saving // f.est_savings_ns,
+            )
+        )
+    return tuple(out)
+
+
 def _analyze_ranks(
     run: Run,
     chosen: RankFile,
@@ -262,8 +304,10 @@ def _analyze_ranks(
         )
         for f in straggler(cross, span, options)
     ]
-    findings = tuple(sorted(report.findings + tuple(late), key=lambda f: -f.est_savings_ns))
     covered = chosen.rank if chosen.rank is not None else 0
+    own = next((r for r in cross.ranks if r.rank == covered), None)
+    kept = _less_the_wait(report.findings, own, cross, span, options)
+    findings = tuple(sorted(kept + tuple(late), key=lambda f: -f.est_savings_ns))
     notes = (
         *report.notes,
         f"The run has ranks {list(run.ranks)}; this report covers rank {covered} (choose "

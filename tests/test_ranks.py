@@ -97,6 +97,12 @@ def test_rank_one_late_by_5ms_is_the_straggler(run: str) -> None:
     assert (straggler.file, straggler.line, straggler.est_savings_ns) == ("train.py", 20, 10 * MS)
     assert straggler.severity == "warning"
     assert straggler.evidence["rank"] == 1 and straggler.evidence["per_call_late_us"] == 5000.0
+    # Rank 0's all-reduce is exposed for 10.2 ms, 10 ms of it waiting for rank 1: overlap can
+    # hide only the 200 µs the all-reduces themselves take.
+    (exposed,) = [f for f in report.findings if f.rule == "exposed-communication"]
+    assert exposed.evidence["waiting_for_ranks_us"] == 10_000.0
+    assert exposed.est_savings_ns <= 200_000
+    assert "waiting for rank(s) 1" in exposed.message
 
 
 def test_the_text_view_across_ranks(run: str) -> None:

@@ -102,6 +102,8 @@ class RankTimes:
     transfer_ns: int
     late_calls: int  # matched calls this rank arrived at last (the others waited for it)
     steps: tuple[RankStep, ...]
+    # Its wait per line that issued the calls ("path.py:LINE" of CollectiveCall.line).
+    wait_by_line: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +200,7 @@ def merge(
     n = len(pieces)
     wait: dict[tuple[int, int | None], int] = {}
     transfer: dict[tuple[int, int | None], int] = {}
+    by_line: list[dict[str, int]] = [{} for _ in range(n)]
     # Per rank: (the longest wait it caused, the others' wait, the call), for calls it came last to.
     late_by: list[list[tuple[int, int, _Match]]] = [[] for _ in range(n)]
     for match in matched:
@@ -206,6 +209,8 @@ def merge(
         for r, (ns, call) in enumerate(zip(match.ns, match.calls, strict=True)):
             key = (r, call.step)
             wait[key] = wait.get(key, 0) + ns - fastest
+            if call.line is not None and ns > fastest:
+                by_line[r][call.line] = by_line[r].get(call.line, 0) + ns - fastest
             transfer[key] = transfer.get(key, 0) + fastest
         caused = max(match.ns) - fastest
         if n > 1 and caused >= min_wait_ns:
@@ -240,6 +245,7 @@ def merge(
                 transfer_ns=sum(s.transfer_ns for s in rows),
                 late_calls=len(late_by[r]),
                 steps=tuple(rows),
+                wait_by_line=tuple(sorted(by_line[r].items())),
             )
         )
 
@@ -335,6 +341,16 @@ def _spread(pieces: Sequence[RankPiece], count: int) -> tuple[LineSpread, ...]:
 _COLLECTIVE_KERNEL = ("nccl", "rccl", "c10d", "gloo")
 # Op-level lines (no Python stack) named after a collective's host op or region.
 _COLLECTIVE_OP = re.compile(r"^(?:record_param_comms|c10d|_c10d_functional|(?:nccl|rccl|gloo):)")
+
+
+def same_line(call_line: str, file: str, path: str | None, line: int) -> bool:
+    """Whether a collective's "path.py:LINE" names this report line (paths differ in prefix)."""
+    where, _, number = call_line.rpartition(":")
+    return (
+        number == str(line)
+        and bool(where)
+        and (file.endswith(where) or where.endswith(file) or (path or "").endswith(where))
+    )
 
 
 def issues_collectives(file: str, path: str | None, line: int, calls: Sequence[Collective]) -> bool:
