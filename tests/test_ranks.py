@@ -258,3 +258,24 @@ def test_a_rank_file_alone_is_analyzed_alone(tmp_path: Path) -> None:
     )
     report = analyze_with_its_ranks(trace)
     assert report.cross_rank is None and report.trace.ranks == (0,)
+
+
+def test_the_cli_on_a_run(run: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert main(["analyze", run, "--jobs", "1", "--rank", "1", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["trace"]["ranks"] == [0, 1] and doc["run"] == 0
+    assert [f["rule"] for f in doc["findings"]][0] == "straggler"
+    assert main(["analyze", run, "--run", "3"]) == 2
+    assert "has 1 run(s), numbered 0 to 0; there is no run 3" in capsys.readouterr().err
+
+
+def test_a_broken_rank_is_one_line_and_exit_2(run: str, capsys: pytest.CaptureFixture[str]) -> None:
+    Path(run, "host_1.1700000000000.pt.trace.json").write_text(
+        '{"distributedInfo": {"backend": "gloo", "rank": 1, "world_size": 2}, '
+        '"traceEvents": [{"ph": "X", "name": oops}]}'
+    )
+    assert main(["analyze", run]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "none of its events could be read" in err

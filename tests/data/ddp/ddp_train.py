@@ -102,9 +102,7 @@ def main() -> None:
 
     torch.manual_seed(0)
     model = TinyLM(args.vocab, args.dim, args.heads, args.layers, args.seq).to(device)
-    model = DDP(
-        model, device_ids=[device.index] if gpus else None, bucket_cap_mb=args.bucket_mb
-    )
+    model = DDP(model, device_ids=[device.index] if gpus else None, bucket_cap_mb=args.bucket_mb)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
     generator = torch.Generator().manual_seed(1234 + rank)
     late_s = args.late_ms / 1e3 if rank == args.late_rank else 0.0
@@ -137,7 +135,11 @@ def main() -> None:
             else:
                 reported.item()
             steps.append(
-                {"step": step, "late_ms": late_s * 1e3, "wall_ms": (time.perf_counter() - begin) * 1e3}
+                {
+                    "step": step,
+                    "late_ms": late_s * 1e3,
+                    "wall_ms": (time.perf_counter() - begin) * 1e3,
+                }
             )
             prof.step()
     facts = {

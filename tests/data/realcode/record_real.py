@@ -171,9 +171,10 @@ def main() -> int:
             with gzip.open(out / f"{name}.truth.json.gz", "wt", encoding="utf-8") as handle:
                 json.dump({"program": name, "script": script, "args": extra, "ops": rows}, handle)
             if args.truth_only:
-                with truth_trace.open("rb") as raw, gzip.open(
-                    out / f"{name}.truth-trace.json.gz", "wb", compresslevel=9
-                ) as packed:
+                with (
+                    truth_trace.open("rb") as raw,
+                    gzip.open(out / f"{name}.truth-trace.json.gz", "wb", compresslevel=9) as packed,
+                ):
                     shutil.copyfileobj(raw, packed)
             truth_trace.unlink()
         if args.truth_only:
