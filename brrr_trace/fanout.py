@@ -29,9 +29,15 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def _context() -> Any:
+def _context(task: Callable[..., Any]) -> Any:
     methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if "forkserver" not in methods:
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    # The fork server imports the task's module once; each worker forks from it already
+    # imported (not from the driver, whose memory it would copy).
+    context.set_forkserver_preload([task.__module__])
+    return context
 
 
 def in_processes(
@@ -56,7 +62,7 @@ def in_processes(
     workers = min(len(args), jobs if jobs > 0 else cores())
     # Python 3.11 on: a fresh process per task; before, a worker lives on to its next rank.
     fresh: dict[str, Any] = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_context(), **fresh) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_context(task), **fresh) as pool:
         futures = [pool.submit(task, *arg) for arg in args]
         results = []
         for done, future in enumerate(futures, 1):
