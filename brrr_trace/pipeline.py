@@ -161,8 +161,8 @@ def _pick_rank(folder: Path, run: Run, options: AnalysisOptions) -> RankFile:
             return file
     if not run.ranks:
         raise NotATraceError(
-            f"{folder}: its traces have no rank information (no distributedInfo): they are "
-            "separate runs, not ranks of one; choose one with --run."
+            f"{folder}: its traces have no rank information (no distributedInfo), so --rank "
+            "does not apply: each is a run of its own; choose one with --run."
         )
     raise NotATraceError(
         f"{folder}: no trace of rank {options.rank} in it (ranks present: {list(run.ranks)})."
