@@ -103,7 +103,8 @@ def on_ray(
             runtime_env={"env_vars": {"PYTHONPATH": path}} if local else None,
         )
     try:
-        remote = ray.remote(num_cpus=1, max_retries=0)(task)
+        # max_calls=1: a fresh worker process per rank, as in the local pool.
+        remote = ray.remote(num_cpus=1, max_retries=0, max_calls=1)(task)
         refs = [remote.remote(*arg) for arg in args]
         order = {ref: i for i, ref in enumerate(refs)}
         results: list[Any] = [None] * len(refs)
