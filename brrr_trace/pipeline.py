@@ -260,6 +260,34 @@ def _less_the_wait(
     return tuple(out)
 
 
+def _with_rules(
+    lines: tuple[LineReport, ...], before: tuple[Finding, ...], after: tuple[Finding, ...]
+) -> tuple[LineReport, ...]:
+    """Each line's ``findings`` once the merge has added and dropped some."""
+
+    def rules(findings: tuple[Finding, ...]) -> dict[tuple[str, int], set[str]]:
+        out: dict[tuple[str, int], set[str]] = {}
+        for f in findings:
+            for number in f.lines or (f.line,):
+                out.setdefault((f.file, number), set()).add(f.rule)
+        return out
+
+    was, now = rules(before), rules(after)
+    if was == now:
+        return lines
+    changed = []
+    for ln in lines:
+        key = (ln.file, ln.line)
+        gone = was.get(key, set()) - now.get(key, set())
+        new = sorted(now.get(key, set()) - was.get(key, set()))
+        if gone or new:
+            ln = dataclasses.replace(
+                ln, findings=tuple(r for r in ln.findings if r not in gone) + tuple(new)
+            )
+        changed.append(ln)
+    return tuple(changed)
+
+
 def _analyze_ranks(
     run: Run,
     chosen: RankFile,
@@ -308,6 +336,7 @@ def _analyze_ranks(
     own = next((r for r in cross.ranks if r.rank == covered), None)
     kept = _less_the_wait(report.findings, own, cross, span, options)
     findings = tuple(sorted(kept + tuple(late), key=lambda f: -f.est_savings_ns))
+    lines = _with_rules(report.lines, report.findings, findings)
     notes = (
         *report.notes,
         f"The run has ranks {list(run.ranks)}; this report covers rank {covered} (choose "
@@ -333,6 +362,7 @@ def _analyze_ranks(
         trace=dataclasses.replace(report.trace, ranks=run.ranks),
         problems=problems,
         findings=findings,
+        lines=lines,
         notes=notes,
         runs=infos,
         run=index,

@@ -153,6 +153,8 @@ def test_any_rank_can_be_the_one_reported(run: str) -> None:
     report = analyze(run, AnalysisOptions(rank=1))
     assert report.trace.path.endswith("host_1.1700000000000.pt.trace.json")
     assert report.cross_rank is not None and len(report.cross_rank.ranks) == 2
+    # The straggler's own report has its late line, and the finding on it.
+    assert "straggler" in next(ln for ln in report.lines if ln.line == 20).findings
 
 
 def two_separate_runs(folder: Path) -> Path:
