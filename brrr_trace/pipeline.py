@@ -385,7 +385,7 @@ def analyze_loaded(
     timeline = build_timeline(trace, ops, locator, options, collectives)
     devices = _devices(trace, devices_present)
     peak = _peak_of(trace, device)
-    classes = classify_ops(trace, ops, peak, options)
+    classes = classify_ops(trace, ops, peak, options, collectives.launched_rows())
     costs = line_costs(trace, ops, classes, timeline, locator)
 
     sms = _device_props(trace, device) or {}

@@ -12,7 +12,18 @@ from brrr_trace.pipeline import analyze
 from brrr_trace.traces import load
 from brrr_trace.vocabulary import IdleCause, Regime
 from tests.conftest import PUBLIC
-from tests.tracebuilder import AUTOGRAD, MAIN, annotation, frame, kernel, launch, op, write
+from tests.tracebuilder import (
+    AUTOGRAD,
+    MAIN,
+    annotation,
+    frame,
+    kernel,
+    launch,
+    memcpy,
+    op,
+    runtime,
+    write,
+)
 
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
 
@@ -278,3 +289,71 @@ def test_an_all_gather_from_a_pre_forward_hook_is_on_the_module_call_line(tmp_pa
     ]
     report = analyze(write(tmp_path / "t.json", events))
     assert [(c.name, c.line) for c in report.collectives] == [("allgather", "train.py:60")]
+
+
+def test_an_asynchronous_gloo_call_runs_on_a_worker_thread(tmp_path: Path) -> None:
+    # Issued from the autograd thread (DDP's hook returns at once); gloo runs it on its own
+    # thread from 130 to 400 µs. One call, from the issue to the end of its run; an NCCL call
+    # with its own region (at 500) is not a run waiting for a match.
+    worker = 300
+    events = [
+        op("c10d::allreduce_", 100.0, 20.0, tid=AUTOGRAD),
+        op("record_param_comms", 102.0, 16.0, tid=AUTOGRAD, **comms("allreduce", 256)),
+        annotation("gloo:all_reduce", 130.0, 270.0, tid=worker),
+        op("c10d::allreduce_", 500.0, 20.0, tid=AUTOGRAD),
+        annotation("nccl:all_reduce", 505.0, 10.0, tid=AUTOGRAD),
+        annotation("gloo:all_reduce", 600.0, 50.0, tid=worker),
+    ]
+    calls = collectives_of(load(write(tmp_path / "t.json", events)).trace)
+    assert [(c.group, c.index, c.host_start_ns, c.host_end_ns, c.bytes) for c in calls] == [
+        ("0", 0, 100_000, 400_000, 1024),
+        ("default", 0, 500_000, 520_000, None),
+        # A run with no call issued before it: a call of its own.
+        ("default", 1, 600_000, 650_000, None),
+    ]
+
+
+def test_the_gloo_runs_of_a_cpu_only_trace_are_its_calls() -> None:
+    path = "hta/tests/data/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+    calls = collectives_of(load(public(path)).trace)
+    # Five steps of two buckets (321,271 and 2,082,411 floats), each run on a gloo thread.
+    assert [c.bytes for c in calls] == [321_271 * 4, 2_082_411 * 4] * 5
+    assert [c.index for c in calls] == list(range(10))
+    assert all(c.kernel_start_ns is None for c in calls)
+
+
+def test_gloo_staging_copies_and_the_wait_are_the_buckets_communication(tmp_path: Path) -> None:
+    """DDP with gloo on CUDA tensors: the hook issues the all-reduce of layer1's bucket
+    (train.py:20) at 100 µs; gloo's thread copies the gradients to the host (140-150), waits
+    for the other rank, and copies the sum back (395-420). The GPU idles 200-395 meanwhile."""
+    worker = 300
+    events = [
+        frame("train.py(40): step", 0.0, 1000.0),
+        frame("train.py(20): layer1", 1.0, 8.0),
+        op("aten::mm", 2.0, 5.0, **{"Sequence number": 1}),
+        frame("torch/_tensor.py(570): backward", 10.0, 500.0),
+        op(EVALUATE + "MmBackward0", 20.0, 40.0, tid=AUTOGRAD, **{"Sequence number": 1}),
+        launch(30.0, 1, tid=AUTOGRAD),
+        kernel(MM, 40.0, 160.0, 1),
+        op("c10d::allreduce_", 100.0, 20.0, tid=AUTOGRAD),
+        op("record_param_comms", 102.0, 16.0, tid=AUTOGRAD, **comms("allreduce", 256)),
+        annotation("gloo:all_reduce", 130.0, 270.0, tid=worker),
+        runtime("cudaMemcpyAsync", 135.0, 2.0, 2, tid=worker),
+        memcpy("Memcpy DtoH (Device -> Pinned)", 140.0, 10.0, 2),
+        runtime("cudaMemcpyAsync", 390.0, 2.0, 3, tid=worker),
+        memcpy("Memcpy HtoD (Pinned -> Device)", 395.0, 25.0, 3),
+    ]
+    events[4]["args"]["Fwd thread id"] = MAIN
+    report = analyze(write(tmp_path / "t.json", events))
+    assert [(c.line, c.kernel_start_ns, c.host_end_ns) for c in report.collectives] == [
+        ("train.py:20", None, 400_000)
+    ]
+    lines = {(line.file, line.line): line for line in report.lines}
+    # The copies' 25 µs of exclusive time (the first lies under the GEMM) and the 195 µs gap.
+    assert lines[("train.py", 20)].time_by_regime_ns == {
+        Regime.COMPUTE: 160_000,
+        Regime.MEMORY: 0,
+        Regime.OVERHEAD: 0,
+        Regime.COMMUNICATION: 25_000 + 195_000,
+    }
+    assert report.summary.unattributed_gpu_ns == 0

@@ -28,8 +28,8 @@ from brrr_trace.vocabulary import KernelKind, Precision
 def place_collectives(
     found: Collectives, trace: Trace, ops: OpAttribution, locator: Locator
 ) -> tuple[Collectives, OpAttribution]:
-    """The calls with their lines (``CollectiveCall.line`` too), and the attribution with each
-    collective kernel moved onto its call's line."""
+    """The calls with their lines (``CollectiveCall.line`` too), and the attribution with the
+    GPU ops each call launched moved onto its line."""
     if not found.calls:
         return found, ops
     gpu, host = trace.gpu, trace.host_calls
@@ -50,9 +50,18 @@ def place_collectives(
     work = np.flatnonzero(
         ops.backward & (ops.line != NONE) & (ops.launch != NONE) & ~is_comm[gpu.name]
     )
+    # Per thread, by launch time: binary searches find each bucket's ops.
+    order = np.lexsort((host.start_ns[ops.launch[work]], host.thread[ops.launch[work]]))
+    work = work[order]
     work_thread = host.thread[ops.launch[work]]
     work_t = host.start_ns[ops.launch[work]]
     work_ns = (gpu.end_ns - gpu.start_ns)[work]
+    thread_of_work, first_of_thread = np.unique(work_thread, return_index=True)
+    end_of_thread = np.append(first_of_thread[1:], len(work))[: len(first_of_thread)]
+    span_of = {
+        int(h): (int(a), int(b))
+        for h, a, b in zip(thread_of_work, first_of_thread, end_of_thread, strict=True)
+    }
     line = ops.line.copy()
     line_ids: list[int] = []
     charged: list[tuple[int, ...]] = []
@@ -66,7 +75,10 @@ def place_collectives(
             since = previous.get(thread, np.iinfo(np.int64).min)
             if callers[k][1] != NONE:
                 since = max(since, callers[k][1])
-            sel = (work_thread == thread) & (work_t > since) & (work_t < t0)
+            a, b = span_of.get(thread, (0, 0))
+            lo = a + int(np.searchsorted(work_t[a:b], since, side="right"))
+            hi = a + int(np.searchsorted(work_t[a:b], t0, side="left"))
+            sel = slice(lo, max(lo, hi))
             bucket = _by_time(ops.line[work[sel]], work_ns[sel], drop=int(callers[k][0]))
             fallback = int(callers[k][0]) if callers[k][0] != NONE else int(here[k])
             owner = bucket[0] if bucket else fallback
@@ -74,8 +86,8 @@ def place_collectives(
             previous[thread] = t0
         line_ids.append(owner)
         charged.append(bucket)
-        if owner != NONE and found.kernels[k]:
-            line[list(found.kernels[k])] = owner
+        if owner != NONE and found.launched[k]:
+            line[list(found.launched[k])] = owner
     calls = tuple(
         dataclasses.replace(call, line=_line_text(locator, owner))
         for call, owner in zip(found.calls, line_ids, strict=True)

@@ -52,6 +52,8 @@ _HOST_OP = re.compile(
     r"|(?:nccl|rccl|gloo|ucc|mpi|xccl|hccl):)"
 )
 _PARAM_COMMS = "record_param_comms"
+# The backend's own region of a call (its run, on a gloo worker thread when asynchronous).
+_REGION = re.compile(r"^(?:nccl|rccl|gloo|ucc|mpi|xccl|hccl):")
 
 # Spellings of collectives in c10d op names, backend regions and "Collective name", normalized.
 _NAMES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
@@ -118,9 +120,19 @@ class Collectives:
     calls: tuple[CollectiveCall, ...]
     thread: tuple[int, ...]  # the host thread that issued each
     kernels: tuple[tuple[int, ...], ...]  # its GPU collective kernels (rows of trace.gpu)
+    # Every GPU op launched inside it (its kernels, gloo's staging copies, NCCL's fills)
+    launched: tuple[tuple[int, ...], ...] = ()
+    # Where the host carried it out: (thread, start, end) of the issuing op, then of each run
+    # on another thread (gloo's worker)
+    windows: tuple[tuple[tuple[int, int, int], ...], ...] = ()
     line_id: tuple[int, ...] = ()  # the line it is charged to (NONE), once placed
     # Every line it is charged for (the bucket's producers, by GPU time), line_id first.
     lines: tuple[tuple[int, ...], ...] = ()
+
+    def launched_rows(self) -> np.ndarray:
+        """Every GPU op some call launched, sorted."""
+        rows = sorted({row for launched in self.launched for row in launched})
+        return np.array(rows, dtype=np.int64)
 
 
 def collectives_of(trace: Trace) -> tuple[CollectiveCall, ...]:
@@ -146,34 +158,70 @@ def find_collectives(trace: Trace) -> Collectives:
     for row, k in zip(rows.tolist(), owner.tolist(), strict=True):
         if k != NONE:
             metas.setdefault(k, []).append(row)
-    kernels = _kernels_by_call(trace, index)
-    steps = profiler_steps(trace)
-    step_starts = np.array([a for a, _ in steps], dtype=np.int64)
-    step_numbers = _step_numbers(trace)
-    counters: dict[str, int] = {}
-    calls, threads, kernel_rows = [], [], []
+    launched_in = _launched_by_call(trace, index)
+    is_kernel = _is_collective_kernel(trace)
+    # The calls: each outermost op with the ops inside it; a backend region alone on a thread
+    # (gloo runs a collective on its worker threads) is the execution of the call of the same
+    # name issued before it elsewhere, else a call of its own.
+    found: list[tuple[list[int], _Meta]] = []  # outermost op of each call, then its runs
+    lone: list[tuple[int, _Meta]] = []
+    waiting: dict[str | None, list[int]] = {}  # calls without a region of their own, in order
     for k, row in enumerate(outer.tolist()):
-        meta = _meta_of(trace, metas.get(k, [row]))
+        inside = metas.get(k, [row])
+        meta = _meta_of(trace, inside)
         # A bare record_param_comms without metadata (2023 traces) says nothing of what it is;
         # c10d also has ops that are no collective (rendezvous, process-group set-up).
         if meta.name not in _COLLECTIVES:
             continue
+        regions = [r for r in inside if _REGION.match(strings[int(cpu.name[r])])]
+        if regions == inside:
+            lone.append((k, meta))
+            continue
+        if not regions:
+            waiting.setdefault(meta.name, []).append(len(found))
+        found.append(([k], meta))
+    for k, meta in lone:
+        row = int(outer[k])
+        queue = waiting.get(meta.name, [])
+        matched = None
+        while queue:
+            issued = int(outer[found[queue[0]][0][0]])
+            if cpu.start_ns[issued] > cpu.start_ns[row]:
+                break  # issued after this run began: not its call
+            candidate = queue.pop(0)
+            if cpu.thread[issued] != cpu.thread[row]:
+                matched = candidate
+                break
+        if matched is None:
+            found.append(([k], meta))
+        else:
+            found[matched][0].append(k)
+    found.sort(key=lambda call: int(cpu.start_ns[outer[call[0][0]]]))
+    steps = profiler_steps(trace)
+    step_starts = np.array([a for a, _ in steps], dtype=np.int64)
+    step_numbers = _step_numbers(trace)
+    counters: dict[str, int] = {}
+    calls, threads, kernel_rows, launched_rows, windows = [], [], [], [], []
+    gpu = trace.gpu
+    for ks, meta in found:
+        row = int(outer[ks[0]])
         group = meta.group or DEFAULT_GROUP
         index_in_group = counters.get(group, 0)
         counters[group] = index_in_group + 1
-        start, end = int(cpu.start_ns[row]), int(cpu.end_ns[row])
+        start = int(cpu.start_ns[row])
+        end = max(int(cpu.end_ns[outer[k]]) for k in ks)
         step = None
         if len(step_starts):
             s = int(np.searchsorted(step_starts, start, side="right")) - 1
             if s >= 0 and start < steps[s][1]:
                 step = step_numbers[s]
-        mine = kernels.get(k, [])
-        gpu = trace.gpu
+        launched = sorted(r for k in ks for r in launched_in.get(k, []))
+        mine = [r for r in launched if is_kernel[r]]
         calls.append(
             CollectiveCall(
                 group=group,
                 index=index_in_group,
-                name=meta.name,
+                name=meta.name or "",
                 bytes=_bytes(meta),
                 step=step,
                 host_start_ns=start,
@@ -185,7 +233,20 @@ def find_collectives(trace: Trace) -> Collectives:
         )
         threads.append(int(cpu.thread[row]))
         kernel_rows.append(tuple(mine))
-    return Collectives(tuple(calls), tuple(threads), tuple(kernel_rows))
+        launched_rows.append(tuple(launched))
+        windows.append(
+            tuple(
+                (int(cpu.thread[outer[k]]), int(cpu.start_ns[outer[k]]), int(cpu.end_ns[outer[k]]))
+                for k in ks
+            )
+        )
+    return Collectives(
+        tuple(calls),
+        tuple(threads),
+        tuple(kernel_rows),
+        launched=tuple(launched_rows),
+        windows=tuple(windows),
+    )
 
 
 def _outermost(trace: Trace, rows: np.ndarray) -> np.ndarray:
@@ -280,28 +341,28 @@ def _bytes(meta: _Meta) -> int | None:
     return max(counts) * meta.dtype_bytes
 
 
-def _kernels_by_call(trace: Trace, calls: Innermost) -> dict[int, list[int]]:
-    """The collective kernels launched inside each call (rows of trace.gpu, by start)."""
-    gpu, host, strings = trace.gpu, trace.host_calls, trace.strings
+def _launched_by_call(trace: Trace, calls: Innermost) -> dict[int, list[int]]:
+    """The GPU ops launched inside each call, on its thread (rows of trace.gpu, by start)."""
+    gpu, host = trace.gpu, trace.host_calls
     if not len(gpu):
         return {}
-    comm_names = [
-        sid
-        for sid in np.unique(gpu.name).tolist()
-        if kernel_kind(strings[sid]) is KernelKind.COMMUNICATION
-    ]
-    rows = np.flatnonzero((gpu.kind == GPU_KERNEL) & np.isin(gpu.name, comm_names))
-    if not len(rows):
-        return {}
-    launch = link_launches(gpu.correlation[rows], host.correlation)
-    ok = launch != NONE
-    rows, launch = rows[ok], launch[ok]
-    owner = calls.at_many(host.thread[launch], host.start_ns[launch])
+    launch = link_launches(gpu.correlation, host.correlation)
+    rows = np.flatnonzero(launch != NONE)
+    owner = calls.at_many(host.thread[launch[rows]], host.start_ns[launch[rows]])
     out: dict[int, list[int]] = {}
     for row, k in zip(rows.tolist(), owner.tolist(), strict=True):
         if k != NONE:
             out.setdefault(k, []).append(row)
     return out
+
+
+def _is_collective_kernel(trace: Trace) -> np.ndarray:
+    """Per GPU op: a collective kernel (ncclKernel_*, ncclDevKernel_*, RCCL, ...)."""
+    gpu, strings = trace.gpu, trace.strings
+    names = np.unique(gpu.name).tolist() if len(gpu) else []
+    comm = [sid for sid in names if kernel_kind(strings[sid]) is KernelKind.COMMUNICATION]
+    mask: np.ndarray = (gpu.kind == GPU_KERNEL) & np.isin(gpu.name, comm)
+    return mask
 
 
 def _step_numbers(trace: Trace) -> list[int | None]:

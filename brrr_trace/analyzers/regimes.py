@@ -56,7 +56,11 @@ _KINDS = tuple(KernelKind)
 
 
 def classify_ops(
-    trace: Trace, ops: OpAttribution, peak: GpuPeak | None, options: AnalysisOptions
+    trace: Trace,
+    ops: OpAttribution,
+    peak: GpuPeak | None,
+    options: AnalysisOptions,
+    communication: np.ndarray | None = None,
 ) -> OpClasses:
     """Roofline verdict per GPU op from the shapes of the ATen op that launched it.
 
@@ -163,6 +167,8 @@ def classify_ops(
     # A collective kernel's time is communication, much of it waiting for the other ranks,
     # however short it is and whatever bytes it moves: never compute or memory.
     regime[op_kind == _KINDS.index(KernelKind.COMMUNICATION)] = REGIMES.index(Regime.COMMUNICATION)
+    if communication is not None and len(communication):
+        regime[communication] = REGIMES.index(Regime.COMMUNICATION)
     cost_ns = duration.astype(np.float64)
     if has_op.any():
         # An op's FLOPs and bytes were spent over all its kernels, not only its longest.

@@ -272,9 +272,9 @@ def _classify(
             part = int(ns * scale)
             charge(int(in_collective.line[k]), IdleCause.COLLECTIVE, part)
             taken += part
-        after = int(ops.line[next_rows[gap]])
+        ended_by = int(ops.line[next_rows[gap]])
         if length > taken:
-            owner = after if after != NONE else int(in_collective.line[inside[-1][0]])
+            owner = ended_by if ended_by != NONE else int(in_collective.line[inside[-1][0]])
             charge(owner, IdleCause.COLLECTIVE, length - taken)
     cause[is_collective] = _CAUSE_CODE[IdleCause.COLLECTIVE]
 

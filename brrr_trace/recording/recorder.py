@@ -12,6 +12,7 @@ import contextlib
 import functools
 import json
 import os
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -38,6 +39,10 @@ class Recorder:
 
     After the block: ``written`` (bool), ``path``, ``steps_recorded`` and ``stats`` (call lines
     matched / unmatched, hidden events).
+
+    The ``wait`` steps run without the profiler, so their wall times (from the second on: the
+    first holds the start-up) are the program's own step time; the trace carries them
+    (``brrr_record.unprofiled_step_ns``) for the analysis to measure the profiler's cost against.
     """
 
     def __init__(
@@ -71,6 +76,7 @@ class Recorder:
         self._counter: optimizer_steps.StepCounter | None = None
         self._metadata_added = False
         self._running = False
+        self._wait_step_ends: list[int] = []
 
     # -- context manager / decorator -------------------------------------------------------------
 
@@ -86,6 +92,7 @@ class Recorder:
         self.written = False
         self.steps_seen = self.steps_recorded = 0
         self._metadata_added = False
+        self._wait_step_ends = []
         self._running = True
         if self.exact_ops:
             self._mode = function_mode.line_mode_class()()
@@ -158,6 +165,8 @@ class Recorder:
         """End a step of the ``steps`` window (only needed with ``auto_step=False``)."""
         if not self._running or self.steps is None or self.written:
             return
+        if self.steps_seen < self.wait:
+            self._wait_step_ends.append(time.perf_counter_ns())
         self.steps_seen += 1
         with _quiet_profiler():
             self._prof.step()
@@ -176,6 +185,8 @@ class Recorder:
         recording = _is_recording(prof) if self.steps is not None else True
         if recording and not self._metadata_added:
             info = recording_info(self.exact_ops)
+            ends = self._wait_step_ends
+            info["unprofiled_step_ns"] = [b - a for a, b in zip(ends, ends[1:])]
             prof.add_metadata_json(RECORD_KEY, json.dumps(info))
             prof.add_metadata_json("torch_version", json.dumps(info["torch_version"]))
             self._metadata_added = True

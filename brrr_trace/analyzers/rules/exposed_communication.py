@@ -45,8 +45,9 @@ class _Exposed:
 
 def exposed_communication(ctx: RuleContext) -> Iterator[RawFinding]:
     gpu = ctx.trace.gpu
-    comm = np.array([ctx.kind(r) is KernelKind.COMMUNICATION for r in range(len(gpu))], dtype=bool)
     found = ctx.collectives
+    comm = np.array([ctx.kind(r) is KernelKind.COMMUNICATION for r in range(len(gpu))], dtype=bool)
+    comm[found.launched_rows()] = True  # what the calls launched is theirs (staging copies)
     if not comm.any() and not found.calls:
         return
     other = np.flatnonzero(~comm)
@@ -62,7 +63,7 @@ def exposed_communication(ctx: RuleContext) -> Iterator[RawFinding]:
     in_a_call: set[int] = set()
     for k, call in enumerate(found.calls):
         line = found.line_id[k]
-        in_a_call.update(found.kernels[k])
+        in_a_call.update(found.launched[k])
         if line == NONE:
             continue
         entry = per_line.setdefault(line, _Exposed())
@@ -70,8 +71,10 @@ def exposed_communication(ctx: RuleContext) -> Iterator[RawFinding]:
         entry.names[call.name] = entry.names.get(call.name, 0) + 1
         entry.covers.update(dict.fromkeys(found.lines[k]))
         if not found.kernels[k]:
-            entry.windows.append((found.thread[k], call.host_start_ns, call.host_end_ns))
-        for row in found.kernels[k]:
+            # The host waited in the call, or in its run on gloo's thread when it has one.
+            ran = found.windows[k]
+            entry.windows.extend(ran[1:] or ran[:1])
+        for row in found.launched[k]:
             ns = exposed_of(row)
             entry.kernel_ns += ns
             if ns > 0:
