@@ -212,6 +212,7 @@ def summarize_rank(
                 ln.line,
                 ln.function,
                 ln.total_ns,
+                ln.total_ns - ln.time_by_regime_ns.get(Regime.COMMUNICATION, 0),
                 issues_collectives(ln.file, ln.path, ln.line, report.collectives),
             )
             for ln in report.lines
@@ -233,9 +234,25 @@ def _less_the_wait(
     if own is None or not own.wait_by_line:
         return findings
     late = ", ".join(str(s.rank) for s in cross.stragglers[:3]) or "the later ranks"
+    exposed = [f for f in findings if f.rule == "exposed-communication"]
+    lined = {
+        id(f): sum(
+            ns
+            for where, ns in own.wait_by_line
+            if where and same_line(where, f.file, f.path, f.line)
+        )
+        for f in exposed
+    }
+    # The wait of calls on no source line (traces without stacks) is shared among the findings
+    # that no call line names, by their savings.
+    unlined = sum(ns for where, ns in own.wait_by_line if not where)
+    rest = [f for f in exposed if not lined[id(f)]]
+    pool = sum(f.est_savings_ns for f in rest)
     out = []
     for f in findings:
-        wait = sum(ns for where, ns in own.wait_by_line if same_line(where, f.file, f.path, f.line))
+        wait = lined.get(id(f), 0)
+        if not wait and pool and any(f is g for g in rest):
+            wait = unlined * f.est_savings_ns // pool
         if f.rule != "exposed-communication" or not wait:
             out.append(f)
             continue

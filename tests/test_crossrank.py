@@ -44,7 +44,10 @@ def piece(rank: int, calls: list[Call], lines: dict[int, float]) -> RankPiece:
         span_ns=40 * MS,
         steps=(StepTime(1, 0, 20 * MS, 8 * MS), StepTime(2, 20 * MS, 40 * MS, 8 * MS)),
         collectives=tuple(calls),
-        lines=tuple(LineTime("train.py", None, n, "f", int(ms * MS)) for n, ms in lines.items()),
+        lines=tuple(
+            LineTime("train.py", None, n, "f", int(ms * MS), int(ms * MS))
+            for n, ms in lines.items()
+        ),
     )
 
 

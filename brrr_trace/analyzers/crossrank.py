@@ -67,6 +67,7 @@ class LineTime:
     line: int
     function: str
     total_ns: int  # the line's GPU time plus the idle charged to it, on this rank
+    work_ns: int  # of which not communication (collective kernels, waiting in collectives)
     # The line issues collectives: its time there is waiting and moving data, which cannot be
     # what made a rank late.
     collective: bool = False
@@ -102,7 +103,8 @@ class RankTimes:
     transfer_ns: int
     late_calls: int  # matched calls this rank arrived at last (the others waited for it)
     steps: tuple[RankStep, ...]
-    # Its wait per line that issued the calls ("path.py:LINE" of CollectiveCall.line).
+    # Its wait per line that issued the calls ("path.py:LINE" of CollectiveCall.line; "" for
+    # calls on no line).
     wait_by_line: tuple[tuple[str, int], ...] = ()
 
 
@@ -209,8 +211,9 @@ def merge(
         for r, (ns, call) in enumerate(zip(match.ns, match.calls, strict=True)):
             key = (r, call.step)
             wait[key] = wait.get(key, 0) + ns - fastest
-            if call.line is not None and ns > fastest:
-                by_line[r][call.line] = by_line[r].get(call.line, 0) + ns - fastest
+            if ns > fastest:
+                where = call.line or ""  # "": a call placed on no source line
+                by_line[r][where] = by_line[r].get(where, 0) + ns - fastest
             transfer[key] = transfer.get(key, 0) + fastest
         caused = max(match.ns) - fastest
         if n > 1 and caused >= min_wait_ns:
@@ -304,8 +307,8 @@ def _late_lines(
     for key, mine in own.items():
         if mine.collective:
             continue
-        typical = float(np.median([o[key].total_ns if key in o else 0 for o in others]))
-        excess = int(mine.total_ns - typical)
+        typical = float(np.median([o[key].work_ns if key in o else 0 for o in others]))
+        excess = int(mine.work_ns - typical)
         if excess > 0 and excess >= least_ns:
             out.append(LateLine(mine.file, mine.path, mine.line, mine.function, excess))
     out.sort(key=lambda ln: (-ln.excess_ns, ln.file, ln.line))

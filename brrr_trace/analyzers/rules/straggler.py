@@ -41,7 +41,8 @@ def straggler(cross: CrossRank, span_ns: int, options: AnalysisOptions) -> list[
         file, path, line, function = _where(late)
         lines = tuple(sorted({ln.line for ln in late.lines if ln.file == file} | {line}))
         shown = ", ".join(
-            f"{ln.file}:{ln.line} (+{duration_text(ln.excess_ns)})" for ln in late.lines[:3]
+            f"{_label(ln.file, ln.line, ln.function)} (+{duration_text(ln.excess_ns)})"
+            for ln in late.lines[:3]
         )
         others = len(cross.ranks) - 1
         message = (
@@ -91,6 +92,11 @@ def straggler(cross: CrossRank, span_ns: int, options: AnalysisOptions) -> list[
             )
         )
     return found
+
+
+def _label(file: str, line: int, function: str) -> str:
+    """file:line; an op-level line (no Python stack) by its op instead of line 0."""
+    return f"{file}:{line}" if line else f"{file} ({function})"
 
 
 def _where(late: Straggler) -> tuple[str, str | None, int, str]:
