@@ -472,6 +472,8 @@ def analyze_loaded(
             median_ns=measured.median_ns,
             spread_ns=measured.spread_ns,
             replayed_ns=measured.replayed_ns,
+            recorded_unprofiled_ns=measured.recorded_unprofiled_ns,
+            profiler_cost_scale=measured.profiler_cost_scale,
         )
         if measured is not None
         else None

@@ -142,6 +142,8 @@ class StepsReport:
     median_ns: int
     spread_ns: int  # slowest minus fastest
     replayed_ns: int | None  # per step, replayed with the profiler's own cost taken out
+    recorded_unprofiled_ns: int | None = None  # per step, timed unprofiled by `brrr-trace record`
+    profiler_cost_scale: float = 1.0  # the cost model's scale that matches it (1: not calibrated)
 
     @property
     def count(self) -> int:

@@ -72,10 +72,9 @@ def write_run(folder: Path, late_us: float = 5000.0, world: int = 2) -> Path:
 
 
 @pytest.fixture
-def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.chdir(tmp_path)
-    write_run(tmp_path / "run")
-    return "run"
+def run(tmp_path: Path) -> str:
+    # An absolute path: the rank workers import brrr_trace as the tests do, from any folder.
+    return str(write_run(tmp_path / "run"))
 
 
 def test_rank_one_late_by_5ms_is_the_straggler(run: str) -> None:

@@ -530,3 +530,21 @@ def test_a_cpu_recording_analyzes_to_exact_statement_lines_with_cpu_time(tmp_pat
         timeout=120,
     ).stdout
     assert "Lines by CPU time" in text and f"prog.py:{marks['matmul']} work" in text
+
+
+def test_wait_steps_are_timed_without_the_line_mode(tmp_path: Path) -> None:
+    from torch.overrides import _get_current_function_mode_stack
+
+    model = torch.nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    modes_seen = []
+    with record(tmp_path / "w.json", steps=1, wait=3) as rec:
+        for _ in range(5):  # 3 wait steps, the warm-up, 1 recorded
+            modes_seen.append(len(_get_current_function_mode_stack()))
+            opt.zero_grad()
+            model(torch.randn(2, 4)).sum().backward()
+            opt.step()
+    assert rec.written
+    assert modes_seen == [0, 0, 0, 1, 1]  # pushed when the warm-up step begins
+    timed = load(tmp_path / "w.json")["brrr_record"]["unprofiled_step_ns"]
+    assert len(timed) == 2 and all(isinstance(ns, int) and ns > 0 for ns in timed)

@@ -33,3 +33,56 @@ def test_two_host_bound_steps(tmp_path: Path) -> None:
 def test_no_profiler_steps_no_step_report(tmp_path: Path) -> None:
     events = [frame("train.py(1): loop", 0.0, 100.0), launch(0.0, 1), kernel(GEMM, 5.0, 10.0, 1)]
     assert analyze(write(tmp_path / "t.json", events)).steps is None
+
+
+def test_a_recorded_unprofiled_step_calibrates_the_profilers_cost(tmp_path: Path) -> None:
+    # As above, plus 60 short Python calls after each launch: the cost model takes 1.5 µs per
+    # frame out, so the host work after a launch is 198 - 90 = 108 µs and the replay 108.5 µs a
+    # step. The recorder timed the steps unprofiled at 60 µs in its later half (the first two
+    # still warm up), so the cost is scaled until 0.5 + 198 - 90 * s = 60: s = 1.539.
+    events = [frame("train.py(1): loop", 0.0, 400.0)]
+    for k, t in enumerate((0.0, 200.0)):
+        events += [step(k + 1, t), launch(t, corr=k + 1), kernel(GEMM, t + 5.0, 10.0, corr=k + 1)]
+        events += [frame("train.py(9): f", t + 10.0 + 3 * i, 2.0) for i in range(60)]
+    timed = [900_000, 500_000, 60_000, 60_000]
+    trace = write(tmp_path / "t.json", events, brrr_record={"unprofiled_step_ns": timed})
+    steps = analyze(trace).steps
+    assert steps is not None
+    assert steps.recorded_unprofiled_ns == 60_000
+    assert abs(steps.replayed_ns - 60_000) <= 100  # bisection to 4/2^14 of the scale
+    assert abs(steps.profiler_cost_scale - 1.539) <= 0.001
+
+
+def test_too_few_or_bad_recorded_steps_calibrate_nothing(tmp_path: Path) -> None:
+    events = [frame("train.py(1): loop", 0.0, 400.0)]
+    for k, t in enumerate((0.0, 200.0)):
+        events += [step(k + 1, t), launch(t, corr=k + 1), kernel(GEMM, t + 5.0, 10.0, corr=k + 1)]
+    for timed in ([100_000], ["100000", -5], "x", None):
+        trace = write(tmp_path / "t.json", events, brrr_record={"unprofiled_step_ns": timed})
+        steps = analyze(trace).steps
+        assert steps is not None
+        assert (steps.recorded_unprofiled_ns, steps.replayed_ns) == (None, 198_500)
+        assert steps.profiler_cost_scale == 1.0
+
+
+TIMED = Path(__file__).parent / "data" / "realcode" / "h200" / "record-timed"
+
+
+def test_record_traces_of_real_programs_replay_to_their_timed_step() -> None:
+    import gzip
+    import json
+    import statistics
+
+    from brrr_trace.options import AnalysisOptions
+
+    for trace in sorted(TIMED.glob("*.json.gz")):
+        with gzip.open(trace) as handle:
+            timed = json.load(handle)["brrr_record"]["unprofiled_step_ns"]
+        later = timed[len(timed) // 2 :]
+        expected = int(statistics.median(later))
+        steps = analyze(trace, AnalysisOptions(source_root=str(TIMED.parent.parent))).steps
+        assert steps is not None and steps.recorded_unprofiled_ns == expected, trace.name
+        if 0 < steps.profiler_cost_scale < 4.0:
+            assert abs(steps.replayed_ns - expected) / expected < 0.01, trace.name
+        else:  # the GPU alone takes longer than the host was timed (a queue still filling)
+            assert steps.replayed_ns > expected, trace.name

@@ -20,7 +20,7 @@ step, host time in a GPU-bound one), and never more than the time the fix takes 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -79,7 +79,32 @@ class StepGraph:
     # GPU op -> the op on another stream it waited for in the trace (collectives only)
     after: dict[int, int] = field(default_factory=dict)
     fixed_ends: dict[int, int] = field(default_factory=dict)  # such an op, not launched: its end
+    # What the profiler's cost was estimated from, so that it can be scaled (``with_cost_scale``)
+    gap_ns: np.ndarray | None = None  # per event: the host time before it, profiler included
+    cost_ns: np.ndarray | None = None  # per event: the profiler's estimated cost in that time
+    call_ns: np.ndarray | None = None  # per event: the call's time in the trace
+    launch_cost_ns: np.ndarray | None = None  # per event: the callbacks' cost, launches only
+    tail_gap_ns: int = 0
+    tail_cost_ns: int = 0
+    cost_scale: float = 1.0
     _base: tuple[int, list[int], list[tuple[int, int]]] | None = None
+
+    def with_cost_scale(self, scale: float) -> StepGraph:
+        """The same graph with the profiler's estimated cost multiplied by ``scale``."""
+        if self.gap_ns is None or self.cost_ns is None or self.call_ns is None:
+            return self
+        assert self.launch_cost_ns is not None
+        work = np.maximum(0, self.gap_ns - np.rint(self.cost_ns * scale).astype(np.int64))
+        launch = self.launch_cost_ns > 0
+        own = np.where(
+            launch,
+            np.maximum(self.call_ns - np.rint(self.launch_cost_ns * scale), _MIN_LAUNCH_NS),
+            self.call_ns,
+        ).astype(np.int64)
+        tail = max(0, self.tail_gap_ns - round(self.tail_cost_ns * scale))
+        return replace(
+            self, work=work.tolist(), own=own.tolist(), tail=tail, cost_scale=scale, _base=None
+        )
 
     def saving(self, fix: Fix) -> int:
         """ns the fix saves over the whole replay, at most what it takes away."""
@@ -233,7 +258,8 @@ def build_graph(
     prev = np.concatenate((np.minimum(starts[:1], first_seen), reach[:-1]))
     gap_end = np.maximum(prev, starts)
     cost = locator.profiler_cost_between(threads, prev, gap_end) if len(rows) else prev
-    work = np.maximum(0, gap_end - prev - cost)
+    gap_ns = gap_end - prev
+    work = np.maximum(0, gap_ns - cost)
     is_blocking = np.isin(rows, list(blocking))
     # A launch call's time in the trace includes the profiler's callback around it.
     names = np.unique(host.name[rows])
@@ -288,6 +314,12 @@ def build_graph(
             )
         ),
         tail=max(0, end_of_trace - last_host - tail_cost) if len(rows) else 0,
+        gap_ns=gap_ns,
+        cost_ns=cost,
+        call_ns=ends - starts,
+        launch_cost_ns=np.where(is_launch, options.profiler_cost_per_launch_ns, 0),
+        tail_gap_ns=max(0, end_of_trace - last_host) if len(rows) else 0,
+        tail_cost_ns=tail_cost,
     )
 
 

@@ -1,5 +1,10 @@
 """Training steps: the ``ProfilerStep#N`` ranges torch.profiler's schedule writes, their times,
-and how long each would take without the profiler (the replay's baseline)."""
+and how long each would take without the profiler (the replay's baseline).
+
+A trace from ``brrr-trace record`` also carries the wall times of the steps it ran unprofiled
+before recording (``brrr_record.unprofiled_step_ns``). Then the profiler's estimated cost is
+scaled until the replayed step takes that long (``calibrated``): the per-event costs are a model
+fitted on a few programs, and a program's own measurement is better than any model."""
 
 from __future__ import annotations
 
@@ -8,15 +13,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from brrr_trace.analyzers.replay import StepGraph
+from brrr_trace.traces.brrr_fields import RECORD_KEY, UNPROFILED_STEPS_KEY
 from brrr_trace.traces.model import Trace
 
 _STEP_PREFIX = "ProfilerStep#"
+
+
+_MAX_COST_SCALE = 4.0
+_CALIBRATION_ROUNDS = 14
 
 
 @dataclass(frozen=True)
 class Steps:
     durations_ns: tuple[int, ...]  # each step's wall time in the (profiled) trace
     replayed_ns: int | None  # per step, replayed without the profiler's cost
+    recorded_unprofiled_ns: int | None = None  # per step, timed unprofiled by the recorder
+    profiler_cost_scale: float = 1.0  # what the cost model was scaled by to match it
 
     @property
     def count(self) -> int:
@@ -49,8 +61,55 @@ def measure_steps(trace: Trace, graph: StepGraph) -> Steps | None:
     ranges = profiler_steps(trace)
     if not ranges:
         return None
-    replayed = graph.replayed_window(ranges[0][0], ranges[-1][1])
+    replayed = _replayed_step(graph, ranges)
     return Steps(
         durations_ns=tuple(b - a for a, b in ranges),
-        replayed_ns=replayed // len(ranges) if replayed is not None else None,
+        replayed_ns=replayed,
+        recorded_unprofiled_ns=recorded_unprofiled_step(trace),
+        profiler_cost_scale=graph.cost_scale,
     )
+
+
+def recorded_unprofiled_step(trace: Trace) -> int | None:
+    """The program's own step time as the recorder timed it before profiling, or None.
+
+    The later half of the timed steps is used: the first ones can still be warming up, or, in a
+    GPU-bound program, run ahead of the GPU until the launch queue fills."""
+    record = trace.metadata.get(RECORD_KEY)
+    timed = record.get(UNPROFILED_STEPS_KEY) if isinstance(record, dict) else None
+    if not isinstance(timed, list):
+        return None
+    valid = [ns for ns in timed if isinstance(ns, int) and 0 < ns < 10**13][:1000]
+    if len(valid) < 2:
+        return None
+    return int(np.median(valid[len(valid) // 2 :]))
+
+
+def calibrated(graph: StepGraph, trace: Trace) -> StepGraph:
+    """The graph with the profiler's cost scaled so that the replayed step matches the step the
+    recorder timed unprofiled; the graph as it is without such a measurement."""
+    target = recorded_unprofiled_step(trace)
+    ranges = profiler_steps(trace)
+    if target is None or not ranges or not graph.start:
+        return graph
+
+    def step_at(scale: float) -> int:
+        return _replayed_step(graph.with_cost_scale(scale), ranges) or 0
+
+    low, high = 0.0, _MAX_COST_SCALE
+    if step_at(low) <= target:  # even with no cost taken out the replay is not slower
+        return graph.with_cost_scale(low)
+    if step_at(high) >= target:
+        return graph.with_cost_scale(high)
+    for _ in range(_CALIBRATION_ROUNDS):  # the replayed step falls as the scale grows
+        middle = (low + high) / 2
+        if step_at(middle) > target:
+            low = middle
+        else:
+            high = middle
+    return graph.with_cost_scale(round((low + high) / 2, 3))
+
+
+def _replayed_step(graph: StepGraph, ranges: list[tuple[int, int]]) -> int | None:
+    replayed = graph.replayed_window(ranges[0][0], ranges[-1][1])
+    return replayed // len(ranges) if replayed is not None else None

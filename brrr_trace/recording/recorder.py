@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import os
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -22,7 +24,7 @@ from brrr_trace.recording import function_mode, optimizer_steps
 from brrr_trace.recording.export import export, recording_info
 from brrr_trace.recording.hidden_frames import HiddenFrames
 from brrr_trace.recording.notices import warn
-from brrr_trace.traces.brrr_fields import RECORD_KEY
+from brrr_trace.traces.brrr_fields import RECORD_KEY, UNPROFILED_STEPS_KEY
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -77,6 +79,8 @@ class Recorder:
         self._metadata_added = False
         self._running = False
         self._wait_step_ends: list[int] = []
+        self._mode_pushed = False
+        self._compiled_at_start = 0
 
     # -- context manager / decorator -------------------------------------------------------------
 
@@ -95,8 +99,11 @@ class Recorder:
         self._wait_step_ends = []
         self._running = True
         if self.exact_ops:
+            # Pushed when the warm-up step begins, not now: a mode on the stack slows every torch
+            # call even while inactive, and the wait steps are timed as the unprofiled program.
             self._mode = function_mode.line_mode_class()()
-            self._mode.__enter__()
+            self._mode_pushed = False
+            self._compiled_at_start = _compiled_frames()
         kwargs: dict[str, Any] = {}
         if self.steps is not None:
             kwargs["schedule"] = schedule(wait=self.wait, warmup=1, active=self.steps, repeat=1)
@@ -186,11 +193,20 @@ class Recorder:
         if recording and not self._metadata_added:
             info = recording_info(self.exact_ops)
             ends = self._wait_step_ends
-            info["unprofiled_step_ns"] = [b - a for a, b in zip(ends, ends[1:])]
+            info[UNPROFILED_STEPS_KEY] = [b - a for a, b in itertools.pairwise(ends)]
             prof.add_metadata_json(RECORD_KEY, json.dumps(info))
             prof.add_metadata_json("torch_version", json.dumps(info["torch_version"]))
             self._metadata_added = True
         if self._mode is not None:
+            if not self._mode_pushed and (self.steps is None or self.steps_seen >= self.wait):
+                if self.steps_seen and _compiled_frames() > self._compiled_at_start:
+                    # Pushing a mode now would invalidate the guards of code torch.compile
+                    # compiled during the wait steps: record without the line mode.
+                    warn("torch.compile ran before recording began: no exact-op annotations")
+                    self._mode, self.exact_ops = None, False
+                    return
+                self._mode.__enter__()
+                self._mode_pushed = True
             self._mode.active = recording and not self.written
 
     def _steps_in_window(self, prof: Any) -> int:
@@ -240,6 +256,14 @@ def _quiet_profiler() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each")
         yield
+
+
+def _compiled_frames() -> int:
+    """How many frames torch.compile (dynamo) has compiled in this process so far."""
+    dynamo = sys.modules.get("torch._dynamo.utils")
+    if dynamo is None:
+        return 0
+    return int(dynamo.counters.get("frames", {}).get("ok", 0))
 
 
 def _is_recording(prof: Any) -> bool:

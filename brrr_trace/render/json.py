@@ -210,6 +210,10 @@ def _steps(report: Report) -> dict[str, Any] | None:
         "median_us": _us(steps.median_ns),
         "spread_us": _us(steps.spread_ns),
         "replayed_unprofiled_us": None if steps.replayed_ns is None else _us(steps.replayed_ns),
+        "recorded_unprofiled_us": (
+            None if steps.recorded_unprofiled_ns is None else _us(steps.recorded_unprofiled_ns)
+        ),
+        "profiler_cost_scale": steps.profiler_cost_scale,
     }
 
 

@@ -39,7 +39,12 @@ def _steps_line(steps: StepsReport) -> str:
         f"Steps: {steps.count} ProfilerStep(s), median {units.duration(steps.median_ns)}"
         f" (spread {units.duration(steps.spread_ns)})"
     )
-    if steps.replayed_ns is not None:
+    if steps.recorded_unprofiled_ns is not None:
+        line += (
+            f" · without the profiler {units.duration(steps.recorded_unprofiled_ns)} a step"
+            " (timed by record; savings replayed to match it)"
+        )
+    elif steps.replayed_ns is not None:
         line += f" · without the profiler's own cost ~{units.duration(steps.replayed_ns)} a step"
     return line
 

@@ -18,3 +18,6 @@ LINE_ANNOTATION_PREFIX = "brrr.line "
 # Top-level key: what was recorded (format version, torch version, exact_ops, call-line counts).
 RECORD_KEY = "brrr_record"
 RECORD_FORMAT_VERSION = 1
+# In ``brrr_record``: the wall time of each step run unprofiled before the recording began (the
+# wait steps, from the second on), in ns.
+UNPROFILED_STEPS_KEY = "unprofiled_step_ns"

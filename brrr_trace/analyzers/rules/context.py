@@ -12,6 +12,7 @@ from brrr_trace.analyzers.collectives import Collectives
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.regimes import LineCost, OpClasses
 from brrr_trace.analyzers.replay import Fix, StepGraph, build_graph
+from brrr_trace.analyzers.steps import calibrated
 from brrr_trace.analyzers.timeline import Timeline
 from brrr_trace.hardware.peaks import GpuPeak
 from brrr_trace.options import AnalysisOptions
@@ -59,8 +60,11 @@ class RuleContext:
     def graph(self) -> StepGraph:
         """The trace as a replayable graph, built on first use (docs/architecture.md §7)."""
         if self._graph is None:
-            self._graph = build_graph(
-                self.trace, self.ops, self.locator, self.timeline.blocking_rows, self.options
+            self._graph = calibrated(
+                build_graph(
+                    self.trace, self.ops, self.locator, self.timeline.blocking_rows, self.options
+                ),
+                self.trace,
             )
         return self._graph
 

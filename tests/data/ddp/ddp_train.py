@@ -134,13 +134,8 @@ def main() -> None:
                 print(f"step {step} loss {reported.item() / world:.4f}", flush=True)
             else:
                 reported.item()
-            steps.append(
-                {
-                    "step": step,
-                    "late_ms": late_s * 1e3,
-                    "wall_ms": (time.perf_counter() - begin) * 1e3,
-                }
-            )
+            wall_ms = (time.perf_counter() - begin) * 1e3
+            steps.append({"step": step, "late_ms": late_s * 1e3, "wall_ms": wall_ms})
             prof.step()
     facts = {
         "rank": rank,

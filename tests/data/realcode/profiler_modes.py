@@ -46,8 +46,10 @@ def main() -> int:
         per_mode: dict[str, list] = {mode: [] for mode in MODES}
         for _ in range(args.rounds):
             for mode, flags in MODES.items():
-                cmd = [sys.executable, script, "--device", args.device, *small, *extra, "--time",
-                       "--steps", "30", "--warmup", "5", "--repeats", str(args.repeats), *flags]  # fmt: skip
+                timing = ["--time", "--steps", "30", "--warmup", "5"]
+                timing += ["--repeats", str(args.repeats)]
+                cmd = [sys.executable, script, "--device", args.device, *small, *extra, *timing,
+                       *flags]  # fmt: skip
                 done = subprocess.run(cmd, cwd=HERE, capture_output=True, text=True, env=env,
                                       timeout=300, check=False)  # fmt: skip
                 bench = [ln for ln in done.stdout.splitlines() if ln.startswith("BENCH ")]
