@@ -19,6 +19,7 @@ from brrr_trace.options import AnalysisOptions
 from brrr_trace.pipeline import analyze
 from brrr_trace.render import json as render_json
 from brrr_trace.render import text as render_text
+from brrr_trace.vocabulary import Regime
 from tests.tracebuilder import annotation, frame, kernel, launch, op, write
 
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1"
@@ -96,6 +97,8 @@ def test_rank_one_late_by_5ms_is_the_straggler(run: str) -> None:
     assert (straggler.file, straggler.line, straggler.est_savings_ns) == ("train.py", 20, 10 * MS)
     assert straggler.severity == "warning"
     assert straggler.evidence["rank"] == 1 and straggler.evidence["per_call_late_us"] == 5000.0
+    assert straggler.evidence["steady_late_us"] == 5000.0
+    assert (late.per_step_late_ns, late.steady_late_ns) == (5 * MS, 5 * MS)
     # Rank 0's all-reduce is exposed for 10.2 ms, 10 ms of it waiting for rank 1: overlap can
     # hide only the 200 µs the all-reduces themselves take.
     (exposed,) = [f for f in report.findings if f.rule == "exposed-communication"]
@@ -115,8 +118,8 @@ Across 2 ranks (2 collectives matched)
 rank  compute  waiting  moving data  came last  waiting by step
    0   2.1 ms  10.0 ms     200.0 µs          0  5.0 ms 5.0 ms
    1   2.1 ms     0 ns     200.0 µs          2  0 ns 0 ns
-  Straggler: rank 1 came last to 2 collectives; the others waited 10.0 ms for it; its late lines:
-train.py:20 +10.0 ms
+  Straggler: rank 1 came last to 2 collectives, late by 5.0 ms a step (median; at least 5.0 ms in
+every step); the others waited 10.0 ms for it; its late lines: train.py:20 +10.0 ms
   Line spread across ranks (p50 / max, rank of the max):
     train.py:30  5.1 ms / 10.2 ms (rank 0)
     train.py:20  5.0 ms / 10.0 ms (rank 1)
@@ -267,7 +270,7 @@ def test_the_cli_on_a_run(run: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["analyze", run, "--jobs", "1", "--rank", "1", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["trace"]["ranks"] == [0, 1] and doc["run"] == 0
-    assert [f["rule"] for f in doc["findings"]][0] == "straggler"
+    assert doc["findings"][0]["rule"] == "straggler"
     assert main(["analyze", run, "--run", "3"]) == 2
     assert "has 1 run(s), numbered 0 to 0; there is no run 3" in capsys.readouterr().err
 
@@ -280,3 +283,45 @@ def test_a_broken_rank_is_one_line_and_exit_2(run: str, capsys: pytest.CaptureFi
     assert main(["analyze", run]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "none of its events could be read" in err
+
+
+DDP = Path(__file__).parent / "data" / "ddp" / "h200-gloo"
+
+
+def facts(run: str) -> dict:
+    import json
+
+    return {r: json.loads((DDP / run / f"facts.rank{r}.json").read_text()) for r in (0, 1)}
+
+
+@pytest.mark.parametrize(("run", "late_rank"), [("rank1-late-15ms", 1), ("rank0-late-8ms", 0)])
+def test_gloo_ddp_the_late_rank_is_named_with_its_late_time(run: str, late_rank: int) -> None:
+    """Two DDP ranks on one H200 (gloo); one sleeps a known time before each forward
+    (tests/data/ddp/README.md). It is the straggler, late in every step by that time (10%)."""
+    slept = facts(run)[late_rank]["late_ms_per_step"] * 1e6
+    report = analyze(DDP / run, AnalysisOptions(jobs=2))
+    cross = report.cross_rank
+    assert cross is not None and cross.matched_calls == 21 and cross.unmatched_calls == 0
+    top = cross.stragglers[0]
+    assert top.rank == late_rank
+    assert abs(top.steady_late_ns - slept) <= 0.1 * slept
+    assert top.agrees_with_clock == 1.0  # one host: the clock says it started last too
+    # Its late line is the sleep in make_batch.
+    assert (top.lines[0].file.endswith("ddp_train.py"), top.lines[0].line) == (True, 70)
+    # The waiting rank's time in the collectives is waiting, and its lines are communication.
+    waiting = next(r for r in cross.ranks if r.rank != late_rank)
+    assert waiting.wait_ns >= 3 * 0.9 * slept
+    assert report.summary.time_by_regime_ns[Regime.COMMUNICATION] > 0
+
+
+def test_gloo_ddp_balanced_names_no_straggler() -> None:
+    report = analyze(DDP / "balanced", AnalysisOptions(jobs=2))
+    assert report.cross_rank is not None and report.cross_rank.matched_calls == 21
+    assert report.cross_rank.stragglers == ()
+    assert not [f for f in report.findings if f.rule == "straggler"]
+
+
+def test_the_ddp_folder_is_three_runs_not_six_ranks() -> None:
+    report = analyze(DDP, AnalysisOptions(jobs=2))
+    assert [r.ranks for r in report.runs] == [(0, 1)] * 3
+    assert report.cross_rank is not None and len(report.cross_rank.ranks) == 2

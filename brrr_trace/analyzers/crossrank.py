@@ -132,13 +132,15 @@ class LateLine:
 @dataclass(frozen=True, slots=True)
 class Straggler:
     rank: int
-    late_ns: int  # per matched call it came last to, the longest wait it caused, summed
+    late_ns: int  # how long the others waited for it, over the calls it came last to
     others_wait_ns: int  # every other rank's wait in those calls, summed
     calls: int
     per_call_late_ns: int  # the median of those longest waits
     agrees_with_clock: float | None  # share of those calls it also started last by the clock
     lines: tuple[LateLine, ...]
     collective_lines: tuple[str, ...]  # "path.py:LINE" of the calls the others waited in
+    per_step_late_ns: int = 0  # the median over steps of its lateness in the step
+    steady_late_ns: int = 0  # late by at least this in every step (0: on time in some step)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,28 +198,45 @@ def _matches(pieces: Sequence[RankPiece]) -> tuple[list[_Match], int]:
 def merge(
     pieces: Sequence[RankPiece], min_wait_ns: int, late_lines: int = 5, spread_lines: int = 50
 ) -> CrossRank:
-    """Match the ranks' collectives, charge each rank's wait, name the stragglers."""
+    """Match the ranks' collectives, charge each rank's wait, name the stragglers.
+
+    Waits are intervals on the waiting rank's own clock (the last ``wait`` ns before its call
+    ended), and a straggler's lateness intervals are on its own clock (the ``wait`` ns before it
+    arrived), so that calls in flight together (DDP's buckets) are counted once, and no two
+    ranks' clocks are ever compared."""
     pieces = sorted(pieces, key=lambda p: p.rank)
     matched, unmatched = _matches(pieces)
     n = len(pieces)
-    wait: dict[tuple[int, int | None], int] = {}
-    transfer: dict[tuple[int, int | None], int] = {}
+    Key = tuple[int, int | None]  # (rank position, step)
+    waits: dict[Key, list[tuple[int, int]]] = {}
+    moves: dict[Key, list[tuple[int, int]]] = {}
     by_line: list[dict[str, int]] = [{} for _ in range(n)]
-    # Per rank: (the longest wait it caused, the others' wait, the call), for calls it came last to.
-    late_by: list[list[tuple[int, int, _Match]]] = [[] for _ in range(n)]
+    # Per rank, calls it came last to: (the longest wait it caused, the others' wait, step,
+    # its lateness interval on its own clock).
+    late_by: list[list[tuple[int, int, int | None, tuple[int, int]]]] = [[] for _ in range(n)]
+    clock_agrees: list[list[bool]] = [[] for _ in range(n)]
     for match in matched:
         fastest = min(match.ns)
         last = match.ns.index(fastest)
         for r, (ns, call) in enumerate(zip(match.ns, match.calls, strict=True)):
+            end = _end_ns(call)
             key = (r, call.step)
-            wait[key] = wait.get(key, 0) + ns - fastest
+            moves.setdefault(key, []).append((end - fastest, end))
             if ns > fastest:
+                waits.setdefault(key, []).append((end - ns, end - fastest))
                 where = call.line or ""  # "": a call placed on no source line
                 by_line[r][where] = by_line[r].get(where, 0) + ns - fastest
-            transfer[key] = transfer.get(key, 0) + fastest
         caused = max(match.ns) - fastest
-        if n > 1 and caused >= min_wait_ns:
-            late_by[last].append((caused, sum(match.ns) - n * fastest, match))
+        # Late, not jitter: the others waited longer than the call takes once all are in.
+        # Ranks' hosts and the transport vary by a fraction of a call's own time (gloo buckets:
+        # up to half of it between balanced ranks); a late rank keeps them waiting far longer.
+        if n > 1 and caused >= max(min_wait_ns, fastest):
+            arrived = _arrival_ns(match.calls[last])
+            late_by[last].append(
+                (caused, sum(match.ns) - n * fastest, match.calls[last].step,
+                 (arrived - caused, arrived))
+            )  # fmt: skip
+            clock_agrees[last].append(arrived >= max(_arrival_ns(c) for c in match.calls))
 
     times = []
     for r, piece in enumerate(pieces):
@@ -226,17 +245,16 @@ def merge(
         rows = []
         for step in steps:
             # Calls outside every step (before the first, or with no step) go with the first.
-            keys = [
-                k
-                for k in wait
-                if k[0] == r and (k[1] == step.number or (step is steps[0] and k[1] not in known))
-            ]
+            numbers = {step.number} | (
+                set(_steps_of(waits, moves, r)) - known if step is steps[0] else set()
+            )
+            mine = [k for k in (*waits, *moves) if k[0] == r and k[1] in numbers]
             rows.append(
                 RankStep(
                     step=step.number,
                     compute_ns=step.compute_ns,
-                    wait_ns=sum(wait[k] for k in keys),
-                    transfer_ns=sum(transfer[k] for k in keys),
+                    wait_ns=_union([iv for k in set(mine) for iv in waits.get(k, ())]),
+                    transfer_ns=_union([iv for k in set(mine) for iv in moves.get(k, ())]),
                 )
             )
         times.append(
@@ -255,31 +273,38 @@ def merge(
     stragglers = []
     for r, piece in enumerate(pieces):
         came_last = late_by[r]
-        if not came_last:
+        per_step: dict[int | None, list[tuple[int, int]]] = {}
+        for _, _, number, interval in came_last:
+            per_step.setdefault(number, []).append(interval)
+        late_steps = [_union(ivs) for ivs in per_step.values()]
+        late = sum(late_steps)
+        if not came_last or late < min_wait_ns:
             continue
-        late = sum(c for c, _, _ in came_last)
-        if late < min_wait_ns:
-            continue
-        by_clock = [
-            _arrival_ns(m.calls[r]) >= max(_arrival_ns(c) for c in m.calls) for _, _, m in came_last
-        ]
+        counted = len(piece.steps) or 1
+        steady = min(late_steps) if len(per_step) >= counted else 0
+        agrees = clock_agrees[r]
         stragglers.append(
             Straggler(
                 rank=piece.rank,
                 late_ns=late,
-                others_wait_ns=sum(o for _, o, _ in came_last),
+                others_wait_ns=sum(o for _, o, _, _ in came_last),
                 calls=len(came_last),
-                per_call_late_ns=int(np.median([c for c, _, _ in came_last])),
-                agrees_with_clock=sum(by_clock) / len(by_clock) if by_clock else None,
+                per_call_late_ns=int(np.median([c for c, _, _, _ in came_last])),
+                agrees_with_clock=sum(agrees) / len(agrees) if agrees else None,
                 lines=_late_lines(pieces, r, late_lines, late // 20),
                 collective_lines=tuple(
                     dict.fromkeys(
-                        c.line for _, _, m in came_last for c in m.calls if c.line is not None
+                        m.line
+                        for m in piece.collectives
+                        if m.line is not None and any(m.step == s for s in per_step)
                     )
                 )[:late_lines],
+                per_step_late_ns=int(np.median(late_steps + [0] * (counted - len(per_step)))),
+                steady_late_ns=steady,
             )
         )
-    stragglers.sort(key=lambda s: -s.late_ns)
+    # The rank late in every step first (by how late it is at least), then by total lateness.
+    stragglers.sort(key=lambda s: (-s.steady_late_ns, -s.late_ns))
     return CrossRank(
         ranks=tuple(times),
         matched_calls=len(matched),
@@ -287,6 +312,33 @@ def merge(
         stragglers=tuple(stragglers),
         line_spread=_spread(pieces, spread_lines),
     )
+
+
+def _steps_of(
+    waits: dict[tuple[int, int | None], list[tuple[int, int]]],
+    moves: dict[tuple[int, int | None], list[tuple[int, int]]],
+    r: int,
+) -> list[int | None]:
+    return [k[1] for k in (*waits, *moves) if k[0] == r]
+
+
+def _end_ns(call: Collective) -> int:
+    if call.kernel_start_ns is not None and call.kernel_end_ns is not None:
+        return call.kernel_end_ns
+    return call.host_end_ns
+
+
+def _union(intervals: list[tuple[int, int]]) -> int:
+    """Length of the union of [start, end) intervals."""
+    total, reach = 0, None
+    for start, end in sorted(intervals):
+        if reach is None or start > reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total
 
 
 _LineId = tuple[str, int, str]

@@ -151,6 +151,8 @@ def _cross_rank(cross: CrossRank | None) -> dict[str, Any] | None:
                 "others_wait_us": _us(s.others_wait_ns),
                 "calls": s.calls,
                 "per_call_late_us": _us(s.per_call_late_ns),
+                "per_step_late_us": _us(s.per_step_late_ns),
+                "steady_late_us": _us(s.steady_late_ns),
                 "started_last_by_clock": s.agrees_with_clock,
                 "lines": [
                     {

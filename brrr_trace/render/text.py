@@ -207,8 +207,10 @@ def _cross_rank(console: Console, cross: CrossRank, top: int) -> None:
             for ln in late.lines
         )
         console.print(
-            f"  Straggler: rank {late.rank} came last to {late.calls} collectives; the others "
-            f"waited {units.duration(late.late_ns)} for it"
+            f"  Straggler: rank {late.rank} came last to {late.calls} collectives, late by "
+            f"{units.duration(late.per_step_late_ns)} a step (median; at least "
+            f"{units.duration(late.steady_late_ns)} in every step); the others waited "
+            f"{units.duration(late.late_ns)} for it"
             + (f"; its late lines: {where}" if where else "")
         )
     spread = [s for s in cross.line_spread if s.max_ns > 0][: min(top, 10)]

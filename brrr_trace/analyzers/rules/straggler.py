@@ -45,11 +45,17 @@ def straggler(cross: CrossRank, span_ns: int, options: AnalysisOptions) -> list[
             for ln in late.lines[:3]
         )
         others = len(cross.ranks) - 1
+        steady = (
+            f"late by at least {duration_text(late.steady_late_ns)} in every step "
+            f"({duration_text(late.per_step_late_ns)} at the median)"
+            if late.steady_late_ns
+            else f"late by {duration_text(late.per_step_late_ns)} a step at the median"
+        )
         message = (
             f"rank {late.rank} arrives last at {late.calls} of {cross.matched_calls} matched "
-            f"collectives, {duration_text(late.per_call_late_ns)} late at the median: "
+            f"collectives, {steady}: "
             + ("the other rank waits" if others == 1 else f"the other {others} ranks wait")
-            + f" {duration_text(late.late_ns)} for it"
+            + f" {duration_text(late.late_ns)} for it in all"
             + (
                 f" ({duration_text(late.others_wait_ns)} of their time in all)"
                 if others > 1
@@ -67,6 +73,8 @@ def straggler(cross: CrossRank, span_ns: int, options: AnalysisOptions) -> list[
             "late_us": round(late.late_ns / 1e3, 1),
             "others_wait_us": round(late.others_wait_ns / 1e3, 1),
             "per_call_late_us": round(late.per_call_late_ns / 1e3, 1),
+            "per_step_late_us": round(late.per_step_late_ns / 1e3, 1),
+            "steady_late_us": round(late.steady_late_ns / 1e3, 1),
             "calls": late.calls,
             "matched_calls": cross.matched_calls,
         }
