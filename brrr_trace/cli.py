@@ -1,4 +1,5 @@
-"""Command line: ``brrr-trace analyze``. Exit codes: 0 ok, 2 bad input, 1 internal error."""
+"""Command line: ``brrr-trace analyze``. Exit codes: 0 ok, 2 bad input, 1 internal error; 3 from
+``diff --fail-on-regression`` when the step or a line regressed."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import argparse
 import dataclasses
 import logging
 import os
+import shutil
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -22,7 +25,11 @@ from brrr_trace.safe_text import terminal_safe
 log = logging.getLogger("brrr_trace")
 
 SAMPLE_NAME = "sample_trace.json.gz"
-_PROGRESS_MIN_BYTES = 32 << 20
+# A load that takes longer than this shows a progress bar (on a terminal, on stderr).
+_PROGRESS_AFTER_S = 1.0
+# The text report's width when stdout is no terminal (a file, a pipe).
+_DEFAULT_WIDTH = 130
+REGRESSION_EXIT = 3
 
 
 def _count(minimum: int) -> Callable[[str], int]:
@@ -40,6 +47,38 @@ def _count(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def _path_map(text: str) -> tuple[str, str]:
+    """An argparse type: ``FROM=TO``, a trace path prefix and the local folder it maps onto."""
+    source, sep, local = text.partition("=")
+    if not sep or not source or not local:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not FROM=TO (a path prefix in the trace = the local folder)"
+        )
+    return source, local
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (a percentage)") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a percentage of at least 0, not {text}")
+    return value
+
+
+def _add_path_map(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--path-map",
+        action="append",
+        default=[],
+        type=_path_map,
+        metavar="FROM=TO",
+        help="trace paths starting with FROM are files under the local folder TO (repeatable; "
+        "the editor's pathMappings setting)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="brrr-trace",
@@ -54,12 +93,19 @@ def _parser() -> argparse.ArgumentParser:
         help="trace files (.json, .json.gz) or folders; default: the traces in the current "
         "folder, else a bundled sample",
     )
-    analyze.add_argument("--format", choices=("text", "json"), default="text")
+    analyze.add_argument(
+        "--format",
+        choices=("text", "json", "sarif", "perfetto"),
+        default="text",
+        help="text (default), json (the report contract), sarif (findings for code scanning), "
+        "perfetto (the trace with the analysis as extra tracks, for ui.perfetto.dev)",
+    )
     analyze.add_argument("-o", "--output", help="write the report to this file")
     analyze.add_argument("--top", type=_count(1), default=20, help="lines to show (text format)")
     analyze.add_argument(
         "--source-root", help="folder the trace's source paths map onto (default: current folder)"
     )
+    _add_path_map(analyze)
     analyze.add_argument(
         "--include",
         action="append",
@@ -115,10 +161,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     diff.add_argument("before", help="the trace before")
     diff.add_argument("after", help="the trace after")
-    diff.add_argument("--format", choices=("text", "json"), default="text")
+    diff.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     diff.add_argument("-o", "--output", help="write the comparison to this file")
     diff.add_argument("--top", type=_count(1), default=20, help="lines to show (text format)")
     diff.add_argument("--source-root", help="folder the traces' source paths map onto")
+    _add_path_map(diff)
+    diff.add_argument(
+        "--fail-on-regression",
+        type=_percent,
+        metavar="PCT",
+        help=f"exit {REGRESSION_EXIT} when the step time or a line grew by more than PCT "
+        "percent (a CI gate)",
+    )
+    diff.add_argument("--sarif", metavar="FILE", help="also write the regressions as SARIF to FILE")
     _add_max_events(diff)
     diff.add_argument("--debug", action="store_true", help="print tracebacks of internal errors")
     record = sub.add_parser(
@@ -206,6 +261,25 @@ def _say(message: str) -> None:
     print(f"brrr-trace: {terminal_safe(message)}", file=sys.stderr)
 
 
+def _mappings(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    from brrr_trace.analyzers.paths import path_mapping
+
+    return tuple(path_mapping(source, local, os.getcwd()) for source, local in args.path_map)
+
+
+def _color() -> bool:
+    """Colour on a terminal, unless NO_COLOR is set (no-color.org: to anything but "")."""
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _width() -> int:
+    """The terminal's width (COLUMNS first, as shutil reads it); 130 for a file or a pipe,
+    whatever COLUMNS says (test runners and CI set it for their own output)."""
+    if not sys.stdout.isatty():
+        return _DEFAULT_WIDTH
+    return max(40, shutil.get_terminal_size((_DEFAULT_WIDTH, 24)).columns)
+
+
 def _analyze(args: argparse.Namespace) -> int:
     from brrr_trace.pipeline import analyze, runs_in
     from brrr_trace.render import json as render_json
@@ -220,10 +294,16 @@ def _analyze(args: argparse.Namespace) -> int:
         traces, used_sample = _default_traces()
     for trace in traces:
         _check_input(trace)
+    if args.format == "perfetto" and len(traces) > 1:
+        raise BrrrError(
+            f"--format perfetto writes one trace with its analysis; {len(traces)} were given. "
+            "Run it once per trace."
+        )
     # The bundled sample was recorded from workloads.py, shipped beside it: its lines resolve.
     source_root = args.source_root or (str(sample_trace().parent) if used_sample else None)
     options = AnalysisOptions(
         source_root=source_root,
+        path_mappings=_mappings(args),
         device=args.device,
         rank=args.rank,
         # The same semantics as the editor's excludeFiles / includeFiles settings.
@@ -233,7 +313,10 @@ def _analyze(args: argparse.Namespace) -> int:
         run=args.run,
         jobs=args.jobs or 0,
         ray=args.ray,
+        timeline_tracks=args.format == "perfetto",
     )
+    if args.format == "perfetto":
+        return _perfetto(args, traces[0], options)
     with report_output(args.output, sys.stdout.write) as emit:
         reports = []
         for trace in traces:
@@ -244,13 +327,17 @@ def _analyze(args: argparse.Namespace) -> int:
                 with _progress(trace) as progress:
                     reports.append(analyze(trace, each, progress))
         if args.format == "json":
-            if len(reports) == 1:
-                out = render_json.render(reports[0])
-            else:
-                out = "[\n" + ",\n".join(render_json.render(r).rstrip() for r in reports) + "\n]\n"
+            out = render_json.render_many(reports)
+        elif args.format == "sarif":
+            from brrr_trace.render import sarif
+
+            out = sarif.render(reports, source_root or os.getcwd(), options)
         else:
-            color = args.output is None and sys.stdout.isatty()
-            out = "\n".join(render_text.render(r, top=args.top, color=color) for r in reports)
+            color = args.output is None and _color()
+            width = _width() if args.output is None else _DEFAULT_WIDTH
+            out = "\n".join(
+                render_text.render(r, top=args.top, color=color, width=width) for r in reports
+            )
         if used_sample:
             print(
                 "brrr-trace: no trace in the current folder (no .json or .json.gz file that "
@@ -259,6 +346,29 @@ def _analyze(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         emit(out)
+    return 0
+
+
+def _perfetto(args: argparse.Namespace, trace: Path, options: AnalysisOptions) -> int:
+    from brrr_trace.output import replaced_atomically
+    from brrr_trace.pipeline import analyze
+    from brrr_trace.render import perfetto
+
+    if args.output is None and sys.stdout.isatty():
+        raise BrrrError(
+            "--format perfetto writes a whole trace; give -o FILE.json (then open it in "
+            "ui.perfetto.dev), or redirect the output to a file."
+        )
+    if args.output is not None:
+        with replaced_atomically(args.output) as stream:  # checked before the analysis
+            with _progress(trace) as progress:
+                report = analyze(trace, options, progress)
+            perfetto.write(report, stream)
+        return 0
+    with _progress(trace) as progress:
+        report = analyze(trace, options, progress)
+    perfetto.write(report, sys.stdout.buffer)
+    sys.stdout.buffer.flush()
     return 0
 
 
@@ -275,7 +385,7 @@ def _check_input(path: Path) -> None:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from brrr_trace.diff import compare
+    from brrr_trace.diff import compare, regressions
     from brrr_trace.pipeline import analyze
     from brrr_trace.render import json as render_json
     from brrr_trace.render import text as render_text
@@ -283,19 +393,52 @@ def _diff(args: argparse.Namespace) -> int:
     paths = [Path(args.before), Path(args.after)]
     for path in paths:
         _check_input(path)
-    options = AnalysisOptions(source_root=args.source_root, max_events=args.max_events)
-    with report_output(args.output, sys.stdout.write) as emit:
+    options = AnalysisOptions(
+        source_root=args.source_root, path_mappings=_mappings(args), max_events=args.max_events
+    )
+    source_root = args.source_root or os.getcwd()
+    percent = args.fail_on_regression
+    gate = percent is not None
+    sarif_file = args.sarif
+    if (
+        sarif_file is not None
+        and args.output is not None
+        and (os.path.abspath(sarif_file) == os.path.abspath(args.output))
+    ):
+        raise BrrrError(f"--sarif {sarif_file}: is also the -o file; name another file.")
+    # Both outputs are checked before the analysis; each is written whole once it is done.
+    sarif_target = (
+        report_output(sarif_file, sys.stdout.write) if sarif_file is not None else nullcontext()
+    )
+    with report_output(args.output, sys.stdout.write) as emit, sarif_target as write_sarif:
         reports = []
         for path in paths:
             with _progress(path) as progress:
                 reports.append(analyze(path, options, progress))
         result = compare(*reports)
+        # Without a gate, SARIF lists what grew by more than nothing: every regression.
+        found = regressions(result, percent or 0.0, options.regression_min_share)
         if args.format == "json":
             out = render_json.render_diff(result)
+        elif args.format == "sarif":
+            from brrr_trace.render import sarif
+
+            out = sarif.render_regressions(found, source_root, result.after.trace.path, options)
         else:
-            color = args.output is None and sys.stdout.isatty()
-            out = render_text.render_diff(result, top=args.top, color=color)
+            color = args.output is None and _color()
+            width = _width() if args.output is None else _DEFAULT_WIDTH
+            out = render_text.render_diff(result, top=args.top, color=color, width=width)
+        if write_sarif is not None:
+            from brrr_trace.render import sarif
+
+            write_sarif(
+                sarif.render_regressions(found, source_root, result.after.trace.path, options)
+            )
         emit(out)
+    if gate and found:
+        for regression in found:
+            _say(f"regression: {regression.summary}.")
+        return REGRESSION_EXIT
     return 0
 
 
@@ -324,7 +467,11 @@ def _record(args: argparse.Namespace) -> int:
 
 
 class _BarProgress:
-    def __init__(self, name: str) -> None:
+    """A bar on stderr that appears only once a load has taken more than a second: a small
+    trace shows none, a big one (or a small gzip that inflates to a big one) does."""
+
+    def __init__(self, name: str, delay_s: float = _PROGRESS_AFTER_S) -> None:
+        from rich.console import Console
         from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
         self._progress = Progress(
@@ -333,16 +480,19 @@ class _BarProgress:
             DownloadColumn(),
             TimeRemainingColumn(),
             transient=True,
-            console=None,
+            console=Console(file=sys.stderr),
         )
-        self._progress.console.file = sys.stderr
         self._task = self._progress.add_task(f"reading {name}", total=None)
+        self._timer = threading.Timer(delay_s, self._progress.start)
+        self._timer.daemon = True
 
     def __enter__(self) -> _BarProgress:
-        self._progress.start()
+        self._timer.start()
         return self
 
     def __exit__(self, *_: object) -> None:
+        self._timer.cancel()
+        self._timer.join()
         self._progress.stop()
 
     def __call__(self, done: int, total: int) -> None:
@@ -350,11 +500,7 @@ class _BarProgress:
 
 
 def _progress(trace: Path) -> _BarProgress | nullcontext[None]:
-    try:
-        big = trace.is_file() and trace.stat().st_size >= _PROGRESS_MIN_BYTES
-    except OSError:
-        big = False
-    if big and sys.stderr.isatty():
+    if sys.stderr.isatty():
         return _BarProgress(trace.name)
     return nullcontext(None)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from brrr_trace import units
 from brrr_trace.analyzers.kernels import kernel_dtype
 from brrr_trace.report import Finding, LineReport, Report
 from brrr_trace.vocabulary import Regime
@@ -153,3 +154,67 @@ def _scaling(
     if exponent <= FLAT_BELOW:
         return exponent, "does not scale with the work: overhead-bound"
     return exponent, "partly scales: mixed"
+
+
+@dataclass(frozen=True)
+class Regression:
+    """What a CI gate fails on: the step, or one line, grew by more than the allowed share."""
+
+    rule: str  # "step-regression" or "line-regression" (docs/rules/<rule>.md)
+    summary: str  # one sentence, with the numbers
+    before_ns: int
+    after_ns: int
+    percent: float  # growth, in percent of before
+    line: LineReport | None  # the line after (for a step: the line that grew the most)
+
+
+def step_times(diff: Diff) -> tuple[int, int, str]:
+    """The step time before and after, and what it is: the median ProfilerStep when both
+    traces have steps, else the GPU span."""
+    b, a = diff.before.steps, diff.after.steps
+    if b is not None and a is not None:
+        return b.median_ns, a.median_ns, "median step"
+    return diff.span_before_ns, diff.span_after_ns, "GPU span"
+
+
+def regressions(diff: Diff, percent: float, min_share: float) -> list[Regression]:
+    """The step and the lines (present before and after) that grew by more than ``percent``.
+
+    A line counts only when it grew by at least ``min_share`` of the span before as well: a
+    line of 2 µs that takes 4 µs is a 100 % change and nothing to stop a merge for."""
+    found = []
+    grew = [c for c in diff.lines if c.before is not None and c.after is not None]
+    worst = max(grew, key=lambda c: c.delta_ns, default=None)
+    before, after, what = step_times(diff)
+    if before > 0 and after > before * (1 + percent / 100):
+        change = (after - before) / before * 100
+        found.append(
+            Regression(
+                "step-regression",
+                f"The {what} grew by {change:.1f}% (more than {percent:g}%): "
+                f"{units.duration(before)} before, {units.duration(after)} after",
+                before,
+                after,
+                change,
+                worst.after if worst is not None and worst.delta_ns > 0 else None,
+            )
+        )
+    floor = min_share * diff.span_before_ns
+    for c in grew:
+        if c.delta_ns <= 0 or c.delta_ns < floor or c.before_ns <= 0:
+            continue
+        change = c.delta_ns / c.before_ns * 100
+        if change > percent:
+            found.append(
+                Regression(
+                    "line-regression",
+                    f"{c.file}:{c.line} {c.function} grew by {change:.1f}% (more than "
+                    f"{percent:g}%): {units.duration(c.before_ns)} before, "
+                    f"{units.duration(c.after_ns)} after",
+                    c.before_ns,
+                    c.after_ns,
+                    change,
+                    c.after,
+                )
+            )
+    return found

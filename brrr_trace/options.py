@@ -84,6 +84,12 @@ class AnalysisOptions:
     # A source file larger than this is not read (its lines stay at def-line precision): the
     # largest hand-written Python files are a few hundred KB, and a trace may name any file.
     max_source_bytes: int = 4 << 20
+    # `brrr-trace diff --fail-on-regression`: a line fails the gate only when it grew by at
+    # least this share of the span before as well (a 2 µs line taking 4 µs is noise).
+    regression_min_share: float = 0.005
+    # Keep the analysis as timeline intervals in the report (Report.tracks) for --format
+    # perfetto; off by default, since a big trace has hundreds of thousands of them.
+    timeline_tracks: bool = False
     excluded_files: tuple[str, ...] = DEFAULT_EXCLUDED_FILES
     included_files: tuple[str, ...] = ()
     source_root: str | None = None

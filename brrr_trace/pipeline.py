@@ -26,13 +26,14 @@ from brrr_trace.analyzers.crossrank import (
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.kernels import kernel_kind
 from brrr_trace.analyzers.paths import PathMapper
-from brrr_trace.analyzers.regimes import REGIMES, OpClasses, classify_ops, line_costs
+from brrr_trace.analyzers.regimes import REGIMES, LineCost, OpClasses, classify_ops, line_costs
 from brrr_trace.analyzers.rules import RawFinding, RuleContext
 from brrr_trace.analyzers.rules import find as find_findings
 from brrr_trace.analyzers.rules.straggler import RULE as STRAGGLER
 from brrr_trace.analyzers.rules.straggler import straggler
 from brrr_trace.analyzers.steps import measure_steps
 from brrr_trace.analyzers.timeline import build_timeline
+from brrr_trace.analyzers.tracks import LineRun, TimelineTracks, timeline_tracks
 from brrr_trace.errors import NotATraceError
 from brrr_trace.hardware.devices import match_device
 from brrr_trace.hardware.peaks import GpuPeak
@@ -48,6 +49,8 @@ from brrr_trace.report import (
     StepsReport,
     Summary,
     TraceInfo,
+    Track,
+    TrackSlice,
     severity_of_saving,
 )
 from brrr_trace.traces import find_traces, load
@@ -428,10 +431,12 @@ def analyze_loaded(
     lines = []
     for cost in costs:
         key = cost.key
+        local = mapper.map(key.file)
         lines.append(
             LineReport(
                 file=key.file,
-                path=mapper.map(key.file),
+                path=local,
+                relative_path=mapper.relative(local),
                 line=key.line,
                 function=key.function,
                 precision=key.precision,
@@ -554,7 +559,74 @@ def analyze_loaded(
         notes=tuple(notes),
         steps=steps,
         collectives=collectives.calls,
+        tracks=_tracks(trace, timeline_tracks(trace, ops, timeline), locator, costs)
+        if options.timeline_tracks
+        else (),
     )
+
+
+def _tracks(
+    trace: Trace, found: TimelineTracks, locator: Locator, costs: list[LineCost]
+) -> tuple[Track, ...]:
+    """The analysis as timeline rows: launches by line per host thread, GPU work by line per
+    stream, and the idle gaps by cause per device (the line's regime in each slice's args)."""
+    regime = {cost.line_id: str(cost.regime) for cost in costs}
+
+    def line_slice(run: LineRun, what: str) -> TrackSlice:
+        line_id = run.line_id
+        if line_id == NONE:
+            return TrackSlice(run.start_ns, run.end_ns, "(no source line)", {what: run.count})
+        key = locator.lines[line_id]
+        return TrackSlice(
+            run.start_ns,
+            run.end_ns,
+            f"{key.file}:{key.line} {key.function}",
+            {
+                "file": key.file,
+                "line": key.line,
+                "function": key.function,
+                "precision": str(key.precision),
+                "regime": regime.get(line_id),
+                what: run.count,
+            },
+        )
+
+    tracks = []
+    for thread, runs in sorted(found.launches.items()):
+        who = trace.threads[thread] if 0 <= thread < len(trace.threads) else None
+        label = (who.name or f"pid {who.pid}, tid {who.tid}") if who else f"thread {thread}"
+        tracks.append(
+            Track(
+                "brrr-trace: launches by line (host)",
+                label,
+                tuple(line_slice(run, "launches") for run in runs),
+            )
+        )
+    for (device, stream), runs in sorted(found.gpu_work.items()):
+        tracks.append(
+            Track(
+                f"brrr-trace: GPU {device} work by line",
+                f"stream {stream}",
+                tuple(line_slice(run, "gpu_ops") for run in runs),
+            )
+        )
+    for device, gaps in sorted(found.idle.items()):
+        slices = []
+        for gap in gaps:
+            key = locator.lines[gap.next_line_id] if gap.next_line_id != NONE else None
+            slices.append(
+                TrackSlice(
+                    gap.start_ns,
+                    gap.end_ns,
+                    f"idle: {gap.cause}",
+                    {
+                        "cause": str(gap.cause),
+                        "next_op_line": f"{key.file}:{key.line} {key.function}" if key else None,
+                    },
+                )
+            )
+        tracks.append(Track(f"brrr-trace: GPU {device} idle by cause", "idle", tuple(slices)))
+    return tuple(tracks)
 
 
 def _roofline_problems(classes: OpClasses) -> tuple[ProblemReport, ...]:
@@ -601,13 +673,15 @@ def _finding(
     key = locator.lines[raw.line_id]
     covered = [locator.lines[k] for k in raw.covers or (raw.line_id,)]
     lines = tuple(sorted({c.line for c in covered if c.file == key.file} | {key.line}))
+    local = mapper.map(key.file)
     return Finding(
         rule=raw.rule,
         severity=severity_of_saving(
             raw.est_savings_ns, span_ns, options.warning_share, options.information_share
         ),
         file=key.file,
-        path=mapper.map(key.file),
+        path=local,
+        relative_path=mapper.relative(local),
         line=key.line,
         message=raw.message,
         fix=raw.fix,

@@ -14,6 +14,10 @@ from brrr_trace.analyzers.crossrank import CrossRank
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
 SCHEMA_VERSION = 1
+# The project's repository; a rule's page is docs/rules/<id>.md in it (docs/architecture.md §7),
+# ``{rule}`` replaced by the rule id.
+PROJECT_URL = "https://github.com/brrr-trace/brrr-trace"
+RULES_DOCS_URL = PROJECT_URL + "/blob/main/docs/rules/{rule}.md"
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,9 @@ class LineReport:
     # gpu_ns plus the GPU time of the code the line calls (user functions, a model), forward
     # and backward.
     inclusive_gpu_ns: int = 0
+    # ``path`` relative to the source root (forward slashes), None when the file is unmapped or
+    # lies outside the root: the repository-relative path of reports shared with others.
+    relative_path: str | None = None
 
     @property
     def total_ns(self) -> int:
@@ -108,6 +115,7 @@ class Finding:
     doc: str = ""  # the rule's documentation page, relative to the repository
     lines: tuple[int, ...] = ()  # every line of `file` the finding covers, `line` among them
     est_savings_per_step_ns: int | None = None  # with ProfilerStep ranges: the saving per step
+    relative_path: str | None = None  # as LineReport.relative_path
 
 
 def severity_of_saving(
@@ -162,6 +170,24 @@ class RunInfo:
 
 
 @dataclass(frozen=True)
+class TrackSlice:
+    start_ns: int  # on the trace's own clock
+    end_ns: int
+    name: str  # a line ("file:line function") or an idle cause
+    args: dict[str, str | int | float | None]
+
+
+@dataclass(frozen=True)
+class Track:
+    """One row of the analysis for a timeline viewer (``--format perfetto``): ``group`` is its
+    process there, ``name`` its thread."""
+
+    group: str
+    name: str
+    slices: tuple[TrackSlice, ...]
+
+
+@dataclass(frozen=True)
 class Report:
     tool_version: str
     trace: TraceInfo
@@ -182,3 +208,5 @@ class Report:
     schema_version: int = SCHEMA_VERSION
     # The rank's collective calls in host start order (docs/architecture.md §12).
     collectives: tuple[CollectiveCall, ...] = ()
+    # Only with AnalysisOptions.timeline_tracks; not part of the JSON contract.
+    tracks: tuple[Track, ...] = ()

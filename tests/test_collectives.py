@@ -190,7 +190,7 @@ def test_a_gloo_collective_blocking_the_host_is_waiting_on_its_line(tmp_path: Pa
     assert finding.line == 20
     assert finding.message == (
         "1 collective call(s) (allreduce ×1) run 0.33 ms with no computation beside them, "
-        "0.33 ms of it with the host blocked in the call while the GPU idled"
+        "0.33 ms of it the GPU idle, waiting for a collective the host carries out (gloo)"
     )
     # The replay takes the host's work inside the call away: the 448 µs between the two
     # launches less the profiler's estimated 5 µs there (2 frames, 2 ops) is 443 µs of work,

@@ -18,9 +18,14 @@ import pytest
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.pipeline import analyze
 from brrr_trace.render import json as render_json
+from brrr_trace.render import sarif as render_sarif
 from brrr_trace.report import Report
 from brrr_trace.vocabulary import Precision, Regime
-from tests.report_checks import assert_no_rate_above_the_peak
+from tests.report_checks import (
+    assert_no_rate_above_the_peak,
+    assert_valid_report,
+    assert_valid_sarif,
+)
 
 DATA = Path(__file__).resolve().parent / "data"
 H200 = DATA / "h200"
@@ -118,5 +123,17 @@ ALL_H200 = sorted(p for p in H200.glob("*.json.gz")) + sorted(
 
 @pytest.mark.parametrize("path", ALL_H200, ids=[p.name for p in ALL_H200])
 def test_no_line_is_faster_than_the_roofline_allows(path: Path) -> None:
+    """And the report is valid against the shipped JSON Schema, its findings against SARIF's."""
     report = analyze(path, AnalysisOptions(source_root=str(DATA)))
-    assert_no_rate_above_the_peak(json.loads(render_json.render(report)))
+    doc = json.loads(render_json.render(report))
+    assert_no_rate_above_the_peak(doc)
+    assert_valid_report(doc)
+    log = json.loads(render_sarif.render([report], str(DATA)))
+    assert_valid_sarif(log)
+    results = log["runs"][0]["results"]
+    assert [r["ruleId"] for r in results] == [f["rule"] for f in doc["findings"]]
+    assert all(
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uriBaseId"] == "SRCROOT"
+        for r in results
+        if r["properties"]["trace_file"] == "workloads.py"
+    )

@@ -223,6 +223,7 @@ JSON = r"""{
         "collective": 0.0
       },
       "profiler_overhead_us": 0.0,
+      "relative_path": null,
       "top_kernels": [
         {
           "name": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1",
@@ -268,6 +269,7 @@ JSON = r"""{
         "collective": 0.0
       },
       "profiler_overhead_us": 2.5,
+      "relative_path": null,
       "top_kernels": [
         {
           "name": "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>",
@@ -315,6 +317,7 @@ JSON = r"""{
         "collective": 0.0
       },
       "profiler_overhead_us": 0.0,
+      "relative_path": null,
       "top_kernels": [
         {
           "name": "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>",
@@ -345,7 +348,8 @@ JSON = r"""{
       "lines": [
         20
       ],
-      "est_savings_per_step_us": null
+      "est_savings_per_step_us": null,
+      "relative_path": null
     }
   ],
   "problems": [],

@@ -9,7 +9,7 @@ import pytest
 
 from brrr_trace.cli import main
 from tests.conftest import PUBLIC
-from tests.report_checks import assert_no_rate_above_the_peak
+from tests.report_checks import assert_no_rate_above_the_peak, assert_valid_report
 
 FILES = (
     sorted(p for p in PUBLIC.rglob("*") if p.name.endswith((".json", ".json.gz")))
@@ -34,6 +34,7 @@ def test_public_trace_gives_a_report_or_one_clear_line(path: Path, capsys, publi
         assert captured.out.startswith("{")
         doc = json.loads(captured.out)
         assert_no_rate_above_the_peak(doc)
+        assert_valid_report(doc)
         assert not BOUNDS_MET & {p["kind"] for p in doc["problems"]}
 
 

@@ -51,8 +51,8 @@ def test_host_gap_is_charged_to_the_line_the_host_was_running(tmp_path: Path) ->
 
 def test_sync_gap_goes_to_the_line_that_blocked_while_it_blocked(tmp_path: Path) -> None:
     # The queue runs dry at 110 µs; the sync returns at 112, and the host's Python runs until
-    # the next launch at 400: 2 µs to the sync's line, the other 293 µs to the line that
-    # launches next (the work the host was getting to), all of it caused by the sync.
+    # the next launch at 400: 2 µs blocked and 128 more in log_loss (until 240) to its line,
+    # the 165 µs after it to step's: the lines the host ran, all of it caused by the sync.
     events = [
         frame("train.py(10): step", 0.0, 500.0),
         frame("train.py(20): log_loss", 40.0, 200.0),
@@ -65,8 +65,8 @@ def test_sync_gap_goes_to_the_line_that_blocked_while_it_blocked(tmp_path: Path)
     ]
     report = analyze(write(tmp_path / "t.json", events))
     assert report.summary.idle_by_cause_ns[IdleCause.SYNC] == 295_000
-    assert by_line(report)[("train.py", 20)].idle_by_cause_ns[IdleCause.SYNC] == 2_000
-    assert by_line(report)[("train.py", 10)].idle_by_cause_ns[IdleCause.SYNC] == 293_000
+    assert by_line(report)[("train.py", 20)].idle_by_cause_ns[IdleCause.SYNC] == 130_000
+    assert by_line(report)[("train.py", 10)].idle_by_cause_ns[IdleCause.SYNC] == 165_000
 
 
 def test_short_gap_with_work_already_launched_is_launch_latency(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ from brrr_trace.traces.model import NO_ID, GpuOps, Trace
 from brrr_trace.vocabulary import Precision
 
 _DATALOADER_NEXT = ("dataloader.py", "__next__")
+_MAX_CUTS = 4096  # pieces of a host gap looked up for the statement running (lines_over)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class Locator:
         self._observed: dict[tuple[int, bool, tuple[str, ...]], Observed] = {}
         self._thread_events: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._traced: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._edges: dict[int, np.ndarray] = {}
         self._backward: BackwardIndex | None = None
         self._parents: np.ndarray | None = None
         self._top_ops: tuple[np.ndarray, Innermost, Innermost, np.ndarray] | None = None
@@ -466,12 +468,38 @@ class Locator:
         return int(self.lines_at(np.array([thread]), np.array([t]))[0])
 
     def lines_over(self, thread: int, a: int, b: int) -> list[tuple[int, int]]:
-        """(line id, ns) of the user code a thread ran during [a, b), by innermost frame."""
+        """(line id, ns) of the user code a thread ran during [a, b): the statement running in
+        its innermost user frame, call sites recovered as in ``lines_at``; NONE where no user
+        frame was running. The statement can change only where a Python call starts or ends,
+        so [a, b) is cut there (at most ``_MAX_CUTS`` pieces, evenly thinned beyond that)."""
+        cuts = self._frame_edges(thread)
+        cuts = cuts[np.searchsorted(cuts, a, side="right") : np.searchsorted(cuts, b, side="left")]
+        if len(cuts) > _MAX_CUTS:
+            cuts = cuts[np.linspace(0, len(cuts) - 1, _MAX_CUTS).astype(np.int64)]
+        edges = np.concatenate(([a], cuts, [b])).astype(np.int64)
+        widths = np.diff(edges)
+        mids = edges[:-1] + widths // 2
+        threads = np.full(len(mids), thread, dtype=np.int64)
+        local = self.user_frames.at_many(threads, mids)
+        lines = np.full(len(mids), NONE, dtype=np.int64)
+        user = np.flatnonzero(local != NONE)
+        if len(user):
+            lines[user] = self.lines_at(threads[user], mids[user], local[user])
         out: dict[int, int] = {}
-        for local, ns in self.user_frames.overlaps(thread, a, b):
-            line = NONE if local == NONE else self.frame_line(int(self.user_rows[local]))
-            out[line] = out.get(line, 0) + ns
+        for line, ns in zip(lines.tolist(), widths.tolist(), strict=True):
+            if ns > 0:
+                out[line] = out.get(line, 0) + ns
         return list(out.items())
+
+    def _frame_edges(self, thread: int) -> np.ndarray:
+        """Sorted times where a Python call starts or ends on the thread."""
+        found = self._edges.get(thread)
+        if found is None:
+            frames = self.trace.frames
+            mine = frames.thread == thread
+            found = np.unique(np.concatenate((frames.start_ns[mine], frames.end_ns[mine])))
+            self._edges[thread] = found
+        return found
 
     def dataloader_wait(self, thread: int, a: int, b: int) -> tuple[int, int]:
         """ns of [a, b) the thread spent in DataLoader ``__next__``, and the line that called it."""

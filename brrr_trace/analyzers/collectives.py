@@ -5,8 +5,10 @@ A call is one outermost host-side collective op on a thread: ``c10d::*`` (and fu
 ``_c10d_functional::*``) ops, ``record_param_comms`` (which carries the collective's metadata),
 and the backend's own region (``nccl:all_reduce``, ``gloo:all_reduce``, ...). They nest (c10d op
 > record_param_comms > nccl:...), so the outermost is the call and the inner ones tell about it.
-Its GPU kernels are the collective kernels launched from inside it (correlation, then time
-containment on the launching thread: the External id is wrong in 2021-2024 traces).
+gloo runs a call on its worker thread: a region alone on a thread is the run of the call of the
+same name issued before it elsewhere. What a call launched (correlation, then time containment
+on the launching thread: the External id is wrong in 2021-2024 traces) is its GPU side: the
+collective kernels, and copies (gloo stages CUDA tensors through host memory).
 
 The per-group ``index`` is what ranks agree on: every rank of a process group issues the
 group's collectives in the same order, so the k-th call of a group is the same collective on
@@ -125,6 +127,9 @@ class Collectives:
     # Where the host carried it out: (thread, start, end) of the issuing op, then of each run
     # on another thread (gloo's worker)
     windows: tuple[tuple[tuple[int, int, int], ...], ...] = ()
+    # What its runs launched (gloo's copies of the result back to the GPU): the GPU waits for
+    # the collective when one of these ends an idle gap
+    returned: tuple[tuple[int, ...], ...] = ()
     line_id: tuple[int, ...] = ()  # the line it is charged to (NONE), once placed
     # Every line it is charged for (the bucket's producers, by GPU time), line_id first.
     lines: tuple[tuple[int, ...], ...] = ()
@@ -136,8 +141,8 @@ class Collectives:
 
 
 def collectives_of(trace: Trace) -> tuple[CollectiveCall, ...]:
-    """The trace's collective calls in host start order, ``line`` None (``place`` charges them
-    to lines, docs/architecture.md §12)."""
+    """The trace's collective calls in host start order, ``line`` None
+    (``collective_lines.place_collectives`` charges them to lines, docs/architecture.md §12)."""
     return find_collectives(trace).calls
 
 
@@ -201,7 +206,7 @@ def find_collectives(trace: Trace) -> Collectives:
     step_starts = np.array([a for a, _ in steps], dtype=np.int64)
     step_numbers = _step_numbers(trace)
     counters: dict[str, int] = {}
-    calls, threads, kernel_rows, launched_rows, windows = [], [], [], [], []
+    calls, threads, kernel_rows, launched_rows, windows, returned = [], [], [], [], [], []
     gpu = trace.gpu
     for ks, meta in found:
         row = int(outer[ks[0]])
@@ -216,6 +221,10 @@ def find_collectives(trace: Trace) -> Collectives:
             if s >= 0 and start < steps[s][1]:
                 step = step_numbers[s]
         launched = sorted(r for k in ks for r in launched_in.get(k, []))
+        returned.append(tuple(sorted(r for k in ks[1:] for r in launched_in.get(k, []))))
+        if _bytes(meta) is None and len(ks) > 1:
+            # gloo's issuing op has a tensor list; its run's region names the tensor.
+            meta = _meta_of(trace, [int(outer[k]) for k in ks[1:]])
         mine = [r for r in launched if is_kernel[r]]
         calls.append(
             CollectiveCall(
@@ -246,6 +255,7 @@ def find_collectives(trace: Trace) -> Collectives:
         tuple(kernel_rows),
         launched=tuple(launched_rows),
         windows=tuple(windows),
+        returned=tuple(returned),
     )
 
 

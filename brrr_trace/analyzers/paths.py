@@ -18,6 +18,20 @@ def _is_windows_abs(path: str) -> bool:
 NOT_PYTHON = "is not a Python file"
 
 
+def resolve_local(path: str, base: str) -> str:
+    """A local folder as the user wrote it (``${workspaceFolder}``, ``~``, ``$VAR``, relative to
+    ``base``) as an absolute path: the editor's settings and the CLI's ``--path-map`` alike."""
+    path = path.replace("${workspaceFolder}", base).replace("${workspaceRoot}", base)
+    path = os.path.expanduser(os.path.expandvars(path))
+    return os.path.normpath(os.path.join(base, path))
+
+
+def path_mapping(prefix: str, local: str, base: str) -> tuple[str, str]:
+    """One mapping of trace paths starting with ``prefix`` onto the folder ``local``: the prefix
+    with forward slashes (as trace paths are compared), the folder resolved at ``base``."""
+    return prefix.replace("\\", "/"), resolve_local(local, base)
+
+
 class SourceFolders:
     """The folders whose source files may be read (README, Security notes): the source root
     and the targets of the path mappings for the analysis; the server adds the workspace's."""
@@ -123,6 +137,16 @@ class PathMapper:
 
     def may_read(self, real: str) -> bool:
         return self.folders.may_read(real)
+
+    def relative(self, local: str | None) -> str | None:
+        """``local`` (a mapped file) relative to the source root, with forward slashes: the
+        repository-relative path of SARIF and other shared reports; None outside the root."""
+        if local is None or self.root is None:
+            return None
+        for candidate in (Path(os.path.abspath(local)), Path(os.path.realpath(local))):
+            if candidate.is_relative_to(self.root):
+                return candidate.relative_to(self.root).as_posix()
+        return None
 
     def _by_suffix(self, normalized: str) -> str | None:
         parts = normalized.split("/")

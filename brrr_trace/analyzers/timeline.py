@@ -157,37 +157,56 @@ class _SyncCalls:
 
 @dataclass(frozen=True)
 class _HostCollectives:
-    """Collectives the host itself carries out (no GPU kernel: gloo, CPU): while the host sits
-    in one, the GPU waits for it."""
+    """Collectives the host carries out itself (no GPU kernel: gloo, CPU). The GPU waits for one
+    while the thread that would launch its next work sits in the call, or until the copies of
+    its result that its run launched (gloo's worker thread) arrive."""
 
-    start: np.ndarray
+    thread: np.ndarray  # the issuing thread
+    start: np.ndarray  # the issuing op
     end: np.ndarray
     line: np.ndarray  # the line each is charged to, NONE
+    returned_by: dict[int, int]  # GPU row a run launched -> its call
 
 
 def _host_collectives(found: Collectives | None) -> _HostCollectives:
-    keep: list[tuple[int, int, int]] = []
+    rows: list[tuple[int, int, int, int]] = []
+    returned_by: dict[int, int] = {}
     if found is not None:
-        for call, kernels, line in zip(found.calls, found.kernels, found.line_id, strict=True):
-            if not kernels:
-                keep.append((call.host_start_ns, call.host_end_ns, line))
-    table = np.array(sorted(keep), dtype=np.int64).reshape(-1, 3)
-    return _HostCollectives(table[:, 0], table[:, 1], table[:, 2])
+        for k in range(len(found.calls)):
+            if found.kernels[k]:
+                continue
+            thread, start, end = found.windows[k][0]
+            rows.append((thread, start, end, found.line_id[k]))
+            for row in found.returned[k]:
+                returned_by[row] = len(rows) - 1
+    table = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    return _HostCollectives(table[:, 0], table[:, 1], table[:, 2], table[:, 3], returned_by)
 
 
-def _collective_overlaps(
-    found: _HostCollectives, g0: np.ndarray, g1: np.ndarray
-) -> dict[int, list[tuple[int, int]]]:
-    """Per gap (sorted, disjoint): (host collective, ns of the gap inside it) for each it meets."""
-    out: dict[int, list[tuple[int, int]]] = {}
-    for k, (a, b) in enumerate(zip(found.start.tolist(), found.end.tolist(), strict=True)):
-        lo = int(np.searchsorted(g1, a, side="right"))
+def _in_collective(
+    found: _HostCollectives, thread: np.ndarray, g0: np.ndarray, g1: np.ndarray, tol: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each gap: the host collective its next op's launching thread sat in when the gap
+    began or for at least half of it (NONE), and how long of the gap it sat there."""
+    call = np.full(len(g0), NONE, dtype=np.int64)
+    inside = np.zeros(len(g0), dtype=np.int64)
+    for k, (h, a, b) in enumerate(
+        zip(found.thread.tolist(), found.start.tolist(), found.end.tolist(), strict=True)
+    ):
+        # Gaps are disjoint and in order: those meeting [a - tol, b) are one run of them.
+        lo = int(np.searchsorted(g1, a - tol, side="right"))
         hi = int(np.searchsorted(g0, b, side="left"))
-        for gap in range(lo, hi):
-            ns = min(int(g1[gap]), b) - max(int(g0[gap]), a)
-            if ns > 0:
-                out.setdefault(gap, []).append((k, ns))
-    return out
+        if hi <= lo:
+            continue
+        at = slice(lo, hi)
+        ns = np.minimum(g1[at], b) - np.maximum(g0[at], a)
+        began = (g0[at] + tol >= a) & (g0[at] < b)
+        hit = (call[at] == NONE) & (thread[at] == h) & (began | (2 * ns >= g1[at] - g0[at]))
+        hit &= ns > 0
+        where = lo + np.flatnonzero(hit)
+        call[where] = k
+        inside[where] = ns[hit]
+    return call, inside
 
 
 def _sync_calls(trace: Trace, ops: OpAttribution) -> _SyncCalls:
@@ -255,28 +274,23 @@ def _classify(
 
     profiler_cost = locator.profiler_cost_between
 
-    # collective: the host sat in a collective of its own (gloo) for most of the gap, or when
-    # the queue ran dry. The calls' lines own the time the host was in them, the line whose
-    # launch ends the gap the rest.
-    is_collective = np.zeros(n, dtype=bool)
-    for gap, inside in _collective_overlaps(in_collective, g0, g1).items():
-        length = int(g1[gap] - g0[gap])
-        met = sum(ns for _, ns in inside)
-        began_in = any(in_collective.start[k] - tol <= g0[gap] for k, _ in inside)
-        if 2 * met < length and not began_in:
-            continue
-        is_collective[gap] = True
-        scale = min(1.0, length / met)
-        taken = 0
-        for k, ns in inside:
-            part = int(ns * scale)
-            charge(int(in_collective.line[k]), IdleCause.COLLECTIVE, part)
-            taken += part
-        ended_by = int(ops.line[next_rows[gap]])
-        if length > taken:
-            owner = ended_by if ended_by != NONE else int(in_collective.line[inside[-1][0]])
-            charge(owner, IdleCause.COLLECTIVE, length - taken)
+    # collective: the thread that launches the GPU's next work sat in a collective of its own
+    # (gloo) when the queue ran dry, or the work the GPU waited for is the collective's result
+    # (gloo's worker copies it back). The call's line owns the gap while the host was in it; for
+    # the rest, the line whose launch ends the gap (the result's copy: the call's line too).
+    call, inside = _in_collective(in_collective, thread, g0, g1, tol)
+    if in_collective.returned_by:
+        for gap in np.flatnonzero(call == NONE).tolist():
+            call[gap] = in_collective.returned_by.get(int(next_rows[gap]), NONE)
+    is_collective = call != NONE
     cause[is_collective] = _CAUSE_CODE[IdleCause.COLLECTIVE]
+    if is_collective.any():
+        length = (g1 - g0)[is_collective]
+        owner = in_collective.line[call[is_collective]]
+        ended_by = ops.line[next_rows[is_collective]]
+        ended_by = np.where(ended_by != NONE, ended_by, owner)
+        charge_many(owner, inside[is_collective], IdleCause.COLLECTIVE)
+        charge_many(ended_by, length - inside[is_collective], IdleCause.COLLECTIVE)
 
     # sync: the host sat in a blocking call when the queue ran dry.
     sync_row = _sync_before(sync, g0, tol)
@@ -289,25 +303,20 @@ def _classify(
         sync_lines = locator.lines_at(sync_threads, host.start_ns[rows])
         a, b = g0[is_sync], g1[is_sync]
         # The sync line owns the gap while the host sat in the call. Once it returned, the host
-        # went on: time in the DataLoader belongs to the line that asked for the batch, the
-        # rest to the line whose launch ends the gap (the work the host was getting to).
+        # went on: the rest belongs to the lines it ran (a Dataset's own code while a batch
+        # loads), and where no user code ran, to the line whose launch ends the gap.
         returned = np.clip(host.end_ns[rows], a, b)
         cost = profiler_cost(sync_threads, a, returned)
         charge_many(sync_lines, returned - a, IdleCause.SYNC, cost)
         after = np.flatnonzero(returned < b)
         later = profiler_cost(sync_threads[after], returned[after], b[after])
         next_line = ops.line[next_rows[is_sync]]
-        loading = len(locator.dataloader_rows) > 0
         for k, c in zip(after.tolist(), later.tolist(), strict=True):
             length = int(b[k] - returned[k])
-            thread_k, t0, t1 = int(sync_threads[k]), int(returned[k]), int(b[k])
-            covered, caller = locator.dataloader_wait(thread_k, t0, t1) if loading else (0, NONE)
-            if caller == NONE:
-                covered = 0
             rest_owner = int(next_line[k]) if next_line[k] != NONE else int(sync_lines[k])
-            for owner, ns in ((caller, covered), (rest_owner, length - covered)):
-                if ns > 0:
-                    charge(owner, IdleCause.SYNC, ns, c * ns // length)
+            for line, ns in locator.lines_over(int(sync_threads[k]), int(returned[k]), int(b[k])):
+                owner = rest_owner if line == NONE else line
+                charge(owner, IdleCause.SYNC, ns, c * ns // length)
         for line, row, gap in zip(
             sync_lines.tolist(), rows.tolist(), (b - a).tolist(), strict=True
         ):
@@ -322,8 +331,15 @@ def _classify(
             if covered * 2 >= int(g1[k] - g0[k]):
                 cause[k] = _CAUSE_CODE[IdleCause.DATALOADER]
                 undecided[k] = False
-                cost = profiler_cost(thread[k : k + 1], g0[k : k + 1], g1[k : k + 1])
-                charge(caller, IdleCause.DATALOADER, int(g1[k] - g0[k]), int(cost[0]))
+                loading_cost = int(
+                    profiler_cost(thread[k : k + 1], g0[k : k + 1], g1[k : k + 1])[0]
+                )
+                # The lines that ran while the batch loaded: a Dataset's own code, else the
+                # statement that asked for the batch.
+                length = int(g1[k] - g0[k])
+                for line, ns in locator.lines_over(int(thread[k]), int(g0[k]), int(g1[k])):
+                    owner = caller if line == NONE else line
+                    charge(owner, IdleCause.DATALOADER, ns, loading_cost * ns // length)
 
     # host: the launch had not even started when the GPU ran out of work.
     is_host = undecided & known & (launched_at >= g0)

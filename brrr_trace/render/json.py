@@ -43,6 +43,7 @@ def _line(line: LineReport) -> dict[str, Any]:
         "time_by_regime_us": {str(k): _us(v) for k, v in line.time_by_regime_ns.items()},
         "idle_by_cause_us": {str(k): _us(v) for k, v in line.idle_by_cause_ns.items()},
         "profiler_overhead_us": _us(line.profiler_overhead_ns),
+        "relative_path": line.relative_path,
         "top_kernels": [
             {"name": k.name, "kind": k.kind, "count": k.count, "total_us": _us(k.total_ns)}
             for k in line.top_kernels
@@ -93,6 +94,7 @@ def to_dict(report: Report) -> dict[str, Any]:
                 "est_savings_per_step_us": (
                     None if f.est_savings_per_step_ns is None else _us(f.est_savings_per_step_ns)
                 ),
+                "relative_path": f.relative_path,
             }
             for f in report.findings
         ],
@@ -276,3 +278,14 @@ def render_diff(diff: Diff) -> str:
 
 def render(report: Report) -> str:
     return _dump(to_dict(report))
+
+
+def render_many(reports: list[Report]) -> str:
+    """One trace: its report. Several: the same shape, the first trace's report at the top
+    level, and every trace's report (the first among them) in ``reports``, in the order given
+    (docs/architecture.md §8)."""
+    if len(reports) == 1:
+        return render(reports[0])
+    doc = to_dict(reports[0])
+    doc["reports"] = [to_dict(report) for report in reports]
+    return _dump(doc)

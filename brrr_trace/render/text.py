@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+from rich.cells import cell_len
 from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.table import Table
@@ -93,6 +94,63 @@ def _line_label(line: LineReport) -> str:
     if line.precision is Precision.OP:
         return "(no Python stack)" if line.file == "<ops>" else line.file
     return f"{line.file}:{line.line}"
+
+
+# Columns of a table are two cells apart (rich's padding, no outer edge).
+_GAP = 2
+# The least a shortened line label keeps: enough for "…/file.py:123 fn…".
+_MIN_LABEL = 16
+# An evidence column narrower than this goes under the label instead.
+_MIN_EVIDENCE = 10
+
+
+def shorten(place: str, rest: str, limit: int) -> str:
+    """``place`` (a path, perhaps ``path:line``) and ``rest`` (`` function``) in at most
+    ``limit`` characters: leading folders go first (``…/b/c.py:12 fn``), then the end of the
+    function name (``fn…``), last the start of the file name. A number is never cut."""
+    text = place + rest
+    if cell_len(text) <= limit:
+        return text
+    parts = place.split("/")
+    for first in range(1, len(parts)):
+        candidate = "…/" + "/".join(parts[first:]) + rest
+        if cell_len(candidate) <= limit:
+            return candidate
+    short = "…/" + parts[-1] if len(parts) > 1 else place
+    room = limit - cell_len(short) - 2  # the space before the function and the "…" after it
+    if rest.strip() and room >= 3:
+        return short + " " + _cut(rest.strip(), room) + "…"
+    if cell_len(short) <= limit:
+        return short
+    return "…" + _cut(short[::-1], limit - 1)[::-1]
+
+
+def _cut(text: str, cells: int) -> str:
+    """The start of ``text`` that fits in ``cells`` terminal cells."""
+    out, used = [], 0
+    for char in text:
+        used += cell_len(char)
+        if used > cells:
+            break
+        out.append(char)
+    return "".join(out)
+
+
+def _fit_label(widths: list[int], longest_label: int, width: int) -> tuple[int, int | None]:
+    """The label's width and the evidence column's (None: under the label) for a table of
+    ``width`` cells whose other columns are ``widths`` wide."""
+    columns = len(widths) + 2
+    room = width - sum(widths) - _GAP * (columns - 1)
+    label = max(_MIN_LABEL, min(longest_label, room - _MIN_EVIDENCE))
+    if room - label >= _MIN_EVIDENCE:
+        return label, room - label
+    # No room for evidence beside the label: it goes on the label's second line.
+    room += _GAP
+    return max(_MIN_LABEL, min(longest_label, room)), None
+
+
+def _cell_width(header: str, cells: list[str]) -> int:
+    return max([cell_len(header)] + [cell_len(cell) for cell in cells])
 
 
 def render(report: Report, top: int = 20, color: bool = True, width: int = 130) -> str:
@@ -245,48 +303,91 @@ def _table(title: str, report: Report, top: int) -> Table:
 def _cpu_lines_table(console: Console, report: Report, top: int) -> None:
     """A trace without GPU activity: the host time of each line's top-level ops."""
     total = sum(line.cpu_ns for line in report.lines)
-    table = _table("Lines by CPU time", report, top)
-    table.add_column("#", justify="right")
-    table.add_column("line", no_wrap=True)
-    table.add_column("precision", no_wrap=True)
-    table.add_column("CPU", justify="right", no_wrap=True)
-    table.add_column("share", justify="right", no_wrap=True)
-    for rank, line in enumerate(report.lines[:top], start=1):
-        table.add_row(
+    shown = report.lines[:top]
+    rows = [
+        (
             str(rank),
-            _plain(f"{_line_label(line)} {line.function}{_MARKER[line.precision]}"),
             str(line.precision),
             units.duration(line.cpu_ns),
             units.share(line.cpu_ns, total),
         )
+        for rank, line in enumerate(shown, start=1)
+    ]
+    headers = ("#", "precision", "CPU", "share")
+    widths = [_cell_width(h, [row[i] for row in rows]) for i, h in enumerate(headers)]
+    labels = [_line_parts(line) for line in shown]
+    room = console.width - sum(widths) - _GAP * len(widths)
+    longest = max([len("line")] + [cell_len(place + rest) for place, rest in labels])
+    label_width = max(_MIN_LABEL, min(longest, room))
+    table = _table("Lines by CPU time", report, top)
+    table.add_column("#", justify="right", no_wrap=True, min_width=widths[0])
+    table.add_column("line", no_wrap=True, overflow="fold")
+    table.add_column("precision", no_wrap=True, min_width=widths[1])
+    table.add_column("CPU", justify="right", no_wrap=True, min_width=widths[2])
+    table.add_column("share", justify="right", no_wrap=True, min_width=widths[3])
+    for row, (place, rest) in zip(rows, labels, strict=True):
+        table.add_row(row[0], _plain(shorten(place, rest, label_width)), *row[1:])
     console.print(table)
+
+
+def _line_parts(line: LineReport) -> tuple[str, str]:
+    """A line's label as (place, `` function``), neutralised (as it is shown, escapes and all:
+    that is the width it takes), for ``shorten``."""
+    return terminal_safe(_line_label(line)), terminal_safe(
+        f" {line.function}{_MARKER[line.precision]}"
+    )
 
 
 def _lines_table(console: Console, report: Report, top: int) -> None:
     span = report.summary.gpu_busy_ns + report.summary.gpu_idle_ns
-    table = _table("Lines by time", report, top)
-    table.add_column("#", justify="right")
-    table.add_column("line", no_wrap=True)
-    table.add_column("regime", no_wrap=True)
-    table.add_column("total", justify="right", no_wrap=True)
-    table.add_column("share", justify="right", no_wrap=True)
-    table.add_column("GPU", justify="right", no_wrap=True)
-    table.add_column("idle", justify="right", no_wrap=True)
-    table.add_column("kernels", justify="right", no_wrap=True)
-    table.add_column("evidence", overflow="fold")
-    for rank, line in enumerate(report.lines[:top], start=1):
-        regime = line.regime or Regime.OVERHEAD  # a GPU trace's lines always have one
-        table.add_row(
-            str(rank),
-            _plain(f"{_line_label(line)} {line.function}{_MARKER[line.precision]}"),
-            Text(str(regime), style=_REGIME_STYLE[regime]),
-            units.duration(line.total_ns),
-            units.share(line.total_ns, span),
-            units.duration(line.gpu_ns),
-            units.duration(line.idle_ns),
-            str(line.kernels),
-            Text(_evidence(line)),
+    shown = report.lines[:top]
+    rows = []
+    for rank, line in enumerate(shown, start=1):
+        rows.append(
+            (
+                str(rank),
+                str(line.regime or Regime.OVERHEAD),  # a GPU trace's lines always have one
+                units.duration(line.total_ns),
+                units.share(line.total_ns, span),
+                units.duration(line.gpu_ns),
+                units.duration(line.idle_ns),
+                str(line.kernels),
+            )
         )
+    headers = ["#", "regime", "total", "share", "GPU", "idle", "kernels"]
+    widths = [_cell_width(h, [row[i] for row in rows]) for i, h in enumerate(headers)]
+    labels = [_line_parts(line) for line in shown]
+    longest = max([len("line")] + [cell_len(place + rest) for place, rest in labels])
+    # Too narrow for every number: the split of the total goes before any number is cut.
+    keep = list(range(len(headers)))
+    for optional in (6, 3, 4, 5):  # kernels, share, GPU, idle
+        if sum(widths[i] for i in keep) + _GAP * len(keep) + _MIN_LABEL <= console.width:
+            break
+        keep.remove(optional)
+    label_width, evidence_width = _fit_label([widths[i] for i in keep], longest, console.width)
+    table = _table("Lines by time", report, top)
+    table.add_column("#", justify="right", no_wrap=True, min_width=widths[0])
+    table.add_column("line", no_wrap=evidence_width is not None, overflow="fold")
+    for i in keep[1:]:
+        justify: JustifyMethod = "left" if headers[i] == "regime" else "right"
+        table.add_column(headers[i], justify=justify, no_wrap=True, min_width=widths[i])
+    if evidence_width is not None:
+        table.add_column("evidence", overflow="fold", max_width=evidence_width)
+    for line, row, (place, rest) in zip(shown, rows, labels, strict=True):
+        regime = line.regime or Regime.OVERHEAD
+        label = _plain(shorten(place, rest, label_width))
+        evidence = _evidence(line)
+        if evidence_width is None and evidence:
+            label.append("\n" + evidence, style="dim")
+        cells: list[Text | str] = [
+            row[0],
+            label,
+            Text(row[1], style=_REGIME_STYLE[regime]),
+            *(row[i] for i in keep[2:]),
+        ]
+        if evidence_width is not None:
+            cells.append(Text(evidence))
+        table.add_row(*cells)
     console.print(table)
     if any(line.precision is Precision.OP for line in report.lines[:top]):
         console.print(
@@ -311,6 +412,14 @@ def _evidence(line: LineReport) -> str:
     if line.regime in (Regime.COMPUTE, Regime.MEMORY) and line.peak_fraction is not None:
         parts.append(f"{units.percent(line.peak_fraction)} of roofline")
     idle = sorted(((ns, cause) for cause, ns in line.idle_by_cause_ns.items() if ns), reverse=True)
+    if line.regime is Regime.COMMUNICATION:
+        busy = line.time_by_regime_ns[Regime.COMMUNICATION] - line.idle_by_cause_ns.get(
+            IdleCause.COLLECTIVE, 0
+        )
+        if busy > 0:
+            parts.append(f"collectives on the GPU {units.duration(busy)}")
+        if idle:
+            parts.append("idle " + ", ".join(f"{c} {units.duration(ns)}" for ns, c in idle[:2]))
     if line.regime is Regime.OVERHEAD:
         if idle:
             parts.append("idle " + ", ".join(f"{c} {units.duration(ns)}" for ns, c in idle[:2]))
@@ -348,20 +457,38 @@ def render_diff(diff: Diff, top: int = 20, color: bool = True, width: int = 130)
         ("work ×", "right"),
         ("batch-size test", "left"),
     )
-    for name, justify in columns:
-        table.add_column(name, justify=justify, no_wrap=name != "batch-size test")
-    for c in diff.lines[:top]:
-        regimes = " → ".join(str(r.regime) for r in (c.before, c.after) if r is not None)
-        table.add_row(
-            _plain(f"{c.file}:{c.line} {c.function}"),
+    shown = diff.lines[:top]
+    rows = [
+        (
             units.duration(c.before_ns) if c.before else "–",
             units.duration(c.after_ns) if c.after else "–",
             ("+" if c.delta_ns > 0 else "−" if c.delta_ns < 0 else "")
             + units.duration(abs(c.delta_ns)),
-            regimes,
+            " → ".join(str(r.regime) for r in (c.before, c.after) if r is not None),
             f"{c.work_ratio:.1f}" if c.work_ratio else "",
-            _plain(c.verdict or c.why_no_verdict or ""),
         )
+        for c in shown
+    ]
+    widths = [
+        _cell_width(name, [row[i] for row in rows]) for i, (name, _) in enumerate(columns[1:-1])
+    ]
+    longest = max(
+        [len("line")] + [cell_len(terminal_safe(f"{c.file}:{c.line} {c.function}")) for c in shown]
+    )
+    label_width, verdict_width = _fit_label(widths, longest, console.width)
+    table.add_column("line", no_wrap=True, overflow="fold")
+    for (name, justify), width in zip(columns[1:-1], widths, strict=True):
+        table.add_column(name, justify=justify, no_wrap=True, min_width=width)
+    if verdict_width is not None:
+        table.add_column("batch-size test", overflow="fold", max_width=verdict_width)
+    for c, row in zip(shown, rows, strict=True):
+        place, rest = terminal_safe(f"{c.file}:{c.line}"), terminal_safe(f" {c.function}")
+        label = _plain(shorten(place, rest, label_width))
+        verdict = c.verdict or c.why_no_verdict or ""
+        if verdict_width is None and verdict:
+            label.append("\n" + terminal_safe(verdict), style="dim")
+            verdict = ""
+        table.add_row(label, *row, *([_plain(verdict)] if verdict_width is not None else []))
     console.print(table)
     for finding in diff.resolved:
         console.print(

@@ -16,7 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from brrr_trace.analyzers.paths import path_mapping, resolve_local
 from brrr_trace.options import DEFAULT_EXCLUDED_FILES, AnalysisOptions
+from brrr_trace.report import RULES_DOCS_URL
 from brrr_trace.server.globs import refusal
 
 SECTION = "brrr-trace"
@@ -30,7 +32,7 @@ DEFAULT_TRACE_GLOBS: tuple[str, ...] = (
 )
 # Where a rule's documentation lives; ``{rule}`` is replaced by the rule id
 # (docs/architecture.md §7).
-DEFAULT_RULES_DOCS_URL = "https://github.com/brrr-trace/brrr-trace/blob/main/docs/rules/{rule}.md"
+DEFAULT_RULES_DOCS_URL = RULES_DOCS_URL
 LOG_LEVELS = ("error", "warning", "info", "debug")
 # The report's own cut-offs, used when only one of the two is set.
 DEFAULT_WARNING_SHARE = AnalysisOptions.warning_share
@@ -82,8 +84,8 @@ class Settings:
     def analysis_options(self, workspace_root: str | None) -> AnalysisOptions:
         """The analysis options these settings ask for, relative paths resolved at the root."""
         base = workspace_root or os.getcwd()
-        source_root = _resolve(self.source_root, base) if self.source_root else base
-        mappings = tuple((prefix, _resolve(local, base)) for prefix, local in self.path_mappings)
+        source_root = resolve_local(self.source_root, base) if self.source_root else base
+        mappings = tuple(path_mapping(prefix, local, base) for prefix, local in self.path_mappings)
         return AnalysisOptions(
             excluded_files=DEFAULT_EXCLUDED_FILES + self.exclude_files,
             included_files=self.include_files,
@@ -92,12 +94,6 @@ class Settings:
             device=self.device,
             rank=self.rank,
         )
-
-
-def _resolve(path: str, base: str) -> str:
-    path = path.replace("${workspaceFolder}", base).replace("${workspaceRoot}", base)
-    path = os.path.expanduser(os.path.expandvars(path))
-    return os.path.normpath(os.path.join(base, path))
 
 
 @dataclass(frozen=True)

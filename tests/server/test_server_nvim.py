@@ -51,7 +51,7 @@ def test_neovim_sees_hints_diagnostics_and_lenses(workspace: Workspace, tmp_path
     assert lines[1].startswith("progress begin,") and lines[1].endswith(",end")
     assert "diag 108:8 host-sync brrr-trace" in lines
     hints = [line for line in lines if line.startswith("hint ")]
-    assert hints[0].startswith("hint 107:47 ⏱ 22.0 ms · compute-bound")
-    assert hints[1] == "hint 108:48 ⏱ 1.4 ms · overhead-bound · sync idle 1.2 ms"
+    assert hints[0].startswith("hint 107:47 ⏱ 21.6 ms · compute-bound")
+    assert hints[1] == "hint 108:48 ⏱ 1.8 ms · overhead-bound · sync idle 1.6 ms"
     assert len(hints) == 2
     assert "lens 101:0 ⏱ 23.6 ms in item_in_loop · compute 65% · memory 7% · overhead 27%" in lines

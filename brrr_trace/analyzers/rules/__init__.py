@@ -8,6 +8,8 @@ never change meaning. Thresholds live in ``AnalysisOptions``.
 
 from __future__ import annotations
 
+import sys
+
 from brrr_trace.analyzers.rules.context import RawFinding, Rule, RuleContext
 from brrr_trace.analyzers.rules.cpu_to_device import cpu_to_device
 from brrr_trace.analyzers.rules.dataloader_stall import dataloader_stall
@@ -22,7 +24,7 @@ from brrr_trace.analyzers.rules.small_grid import small_grid
 from brrr_trace.analyzers.rules.unfused_elementwise import unfused_elementwise
 from brrr_trace.analyzers.rules.unfused_optimizer import unfused_optimizer
 
-__all__ = ["RULES", "RawFinding", "RuleContext", "find"]
+__all__ = ["RULES", "RawFinding", "RuleContext", "find", "rule_docs"]
 
 # A specific diagnosis explains a line's overhead better than the generic one; both would count
 # the same idle time twice.
@@ -58,3 +60,16 @@ RULES: tuple[Rule, ...] = (
     cpu_to_device,
     exposed_communication,
 )
+
+
+def rule_docs() -> dict[str, tuple[str, str]]:
+    """Each rule id with what its module says of it: the summary (the module docstring's first
+    paragraph, ``<id>: what it detects``) and the rest (why it costs, how the saving is
+    estimated). For SARIF's rule metadata; the full page is docs/rules/<id>.md."""
+    docs: dict[str, tuple[str, str]] = {}
+    for rule in RULES:
+        doc = (sys.modules[rule.__module__].__doc__ or "").strip()
+        head, _, rest = doc.partition("\n\n")
+        rule_id, _, summary = head.partition(":")
+        docs.setdefault(rule_id, (" ".join(summary.split()), " ".join(rest.split())))
+    return docs

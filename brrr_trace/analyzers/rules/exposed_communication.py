@@ -33,6 +33,12 @@ _FIX = (
 )
 
 
+_BROADCAST = (
+    " DDP broadcasts the module's buffers before every forward: broadcast_buffers=False skips "
+    "that when they do not change (a constant mask)."
+)
+
+
 @dataclass
 class _Exposed:
     kernel_ns: int = 0  # collective kernel time nothing else covered
@@ -109,7 +115,8 @@ def exposed_communication(ctx: RuleContext) -> Iterator[RawFinding]:
             f"{entry.calls} collective call(s) ({what})" if entry.calls else "collective kernels"
         )
         host = (
-            f", {duration_text(waited)} of it with the host blocked in the call while the GPU idled"
+            f", {duration_text(waited)} of it the GPU idle, waiting for a collective the host "
+            "carries out (gloo)"
             if waited
             else ""
         )
@@ -118,7 +125,7 @@ def exposed_communication(ctx: RuleContext) -> Iterator[RawFinding]:
             line_id,
             int(saving),
             f"{calls} run {duration_text(exposed)} with no computation beside them{host}",
-            _FIX,
+            _FIX + (_BROADCAST if "broadcast" in entry.names else ""),
             {
                 "exposed_us": round(exposed / 1e3, 1),
                 "kernel_exposed_us": round(entry.kernel_ns / 1e3, 1),
