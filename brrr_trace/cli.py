@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import shutil
@@ -125,6 +126,25 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--device", type=_count(0), help="GPU to report on (default: the busiest)")
     analyze.add_argument(
         "--rank", type=_count(0), help="rank to report on, for a folder of rank traces"
+    )
+    analyze.add_argument(
+        "--run",
+        type=_count(0),
+        help="run to report on, for a folder of several runs (0: the oldest; default: each)",
+    )
+    analyze.add_argument(
+        "--jobs",
+        type=_count(1),
+        help="processes analyzing the ranks of a run at once (default: one per core)",
+    )
+    analyze.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="analyze each rank as a Ray task (pip install 'brrr-trace[ray]'): on the cluster at "
+        "ADDRESS (ray://host:10001, or auto), else on a local one started for the run; the "
+        "traces must be readable where the tasks run",
     )
     _add_max_events(analyze)
     analyze.add_argument("--debug", action="store_true", help="print tracebacks of internal errors")
@@ -263,9 +283,12 @@ def _width() -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from brrr_trace.pipeline import analyze
+    from brrr_trace.pipeline import analyze, runs_in
 
     traces = [Path(t) for t in args.traces]
+    if args.ray is not None and args.ray != "local" and Path(args.ray).exists():
+        traces.insert(0, Path(args.ray))  # `--ray DIR`: DIR is a trace, not an address
+        args.ray = "local"
     used_sample = False
     if not traces:
         traces, used_sample = _default_traces()
@@ -292,6 +315,9 @@ def _analyze(args: argparse.Namespace) -> int:
         excluded_files=DEFAULT_EXCLUDED_FILES + tuple(args.exclude),
         included_files=tuple(args.include),
         max_events=args.max_events,
+        run=args.run,
+        jobs=args.jobs or 0,
+        ray=args.ray,
         timeline_tracks=args.format == "perfetto",
     )
     if args.format == "perfetto":
@@ -299,8 +325,12 @@ def _analyze(args: argparse.Namespace) -> int:
     with report_output(args.output, sys.stdout.write) as emit:
         reports = []
         for trace in traces:
-            with _progress(trace) as progress:
-                reports.append(analyze(trace, options, progress))
+            # A folder of several runs: one report per run (ranks are merged within a run only).
+            count = len(runs_in(trace, options)) if trace.is_dir() and args.run is None else 1
+            for run in range(count):
+                each = dataclasses.replace(options, run=run) if count > 1 else options
+                with _progress(trace) as progress:
+                    reports.append(analyze(trace, each, progress))
         # Only the renderer asked for is imported: rich costs the JSON output ~50 ms of start.
         if args.format == "html":
             from brrr_trace.render import html as render_html

@@ -100,3 +100,10 @@ class AnalysisOptions:
     path_mappings: tuple[tuple[str, str], ...] = ()
     device: int | None = None
     rank: int | None = None
+    # Folders of traces (docs/architecture.md §13). Files whose heads say the same world size
+    # and backend, with distinct ranks, are one run when their first events are this close: the
+    # ranks of a job start profiling at the same step; two jobs are minutes apart or more.
+    run: int | None = None  # which run of the folder (0: the oldest); None: every run
+    run_start_tolerance_ns: int = 120_000_000_000
+    jobs: int = 0  # processes analyzing ranks at once; 0: one per core
+    ray: str | None = None  # analyze the ranks as Ray tasks: "local", or a cluster's address

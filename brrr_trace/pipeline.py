@@ -4,22 +4,33 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from brrr_trace import __version__
+from brrr_trace import __version__, fanout, units
 from brrr_trace.analyzers.attribution import Locator, attribute_ops
 from brrr_trace.analyzers.collective_lines import place_collectives
 from brrr_trace.analyzers.collectives import find_collectives
+from brrr_trace.analyzers.crossrank import (
+    CrossRank,
+    LineTime,
+    RankPiece,
+    RankTimes,
+    issues_collectives,
+    merge,
+    same_line,
+    step_times,
+)
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.kernels import kernel_kind
 from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.regimes import REGIMES, LineCost, OpClasses, classify_ops, line_costs
 from brrr_trace.analyzers.rules import RawFinding, RuleContext
 from brrr_trace.analyzers.rules import find as find_findings
+from brrr_trace.analyzers.rules.straggler import RULE as STRAGGLER
+from brrr_trace.analyzers.rules.straggler import straggler
 from brrr_trace.analyzers.steps import measure_steps, profiler_steps
 from brrr_trace.analyzers.timeline import build_timeline
 from brrr_trace.analyzers.timeline_view import timeline_view
@@ -35,6 +46,7 @@ from brrr_trace.report import (
     LineReport,
     ProblemReport,
     Report,
+    RunInfo,
     StepsReport,
     Summary,
     TraceInfo,
@@ -43,7 +55,7 @@ from brrr_trace.report import (
     severity_of_saving,
 )
 from brrr_trace.traces import find_traces, load
-from brrr_trace.traces.files import read_head
+from brrr_trace.traces.discovery import RankFile, Run, group_runs, rank_file, traces_in
 from brrr_trace.traces.model import NO_ID, LoadResult, Trace
 from brrr_trace.traces.reader import ProgressFn
 from brrr_trace.vocabulary import IdleCause, Regime
@@ -62,49 +74,321 @@ def analyze(
     options: AnalysisOptions | None = None,
     progress: ProgressFn | None = None,
 ) -> Report:
-    """Load a trace file (or a folder of rank traces) and analyze it into a ``Report``."""
+    """Load a trace file (or a folder of traces) and analyze it into a ``Report``.
+
+    A folder holds runs, and a run one or several ranks (docs/architecture.md §13): the report
+    covers one run (``options.run``, else the oldest) and, of its ranks, ``options.rank`` (else
+    the lowest), with what the run's ranks show together."""
     options = options or AnalysisOptions()
-    path, ranks = _pick_file(Path(source), options)
-    loaded = load(path, progress, options.max_events, options.max_name_chars)
-    return analyze_loaded(loaded, options, ranks)
+    source = Path(source)
+    if not source.is_dir():
+        if options.rank is not None:
+            _check_rank_of_file(source, options.rank)
+        loaded = load(source, progress, options.max_events, options.max_name_chars)
+        return analyze_loaded(loaded, options)
+    runs = runs_in(source, options)
+    index = _pick_run(source, runs, options)
+    run = runs[index]
+    infos = tuple(_run_info(i, r) for i, r in enumerate(runs))
+    chosen = _pick_rank(source, run, options)
+    if len(run.files) == 1:
+        loaded = load(chosen.path, progress, options.max_events, options.max_name_chars)
+        report = analyze_loaded(loaded, options, run.ranks)
+        notes = report.notes + _runs_note(runs, index)
+        return dataclasses.replace(report, runs=infos, run=index, notes=notes)
+    return _analyze_ranks(run, chosen, options, progress, runs, index, infos)
 
 
-def _pick_file(source: Path, options: AnalysisOptions) -> tuple[Path, tuple[int, ...]]:
-    files = find_traces(source) if source.is_dir() else [source]
+def analyze_with_its_ranks(
+    source: str | os.PathLike[str],
+    options: AnalysisOptions | None = None,
+    progress: ProgressFn | None = None,
+) -> Report:
+    """``analyze`` a trace file; a rank's trace with the other ranks of its run beside it (in the
+    same folder) is analyzed with them, and the report covers it (the language server: one open
+    trace of a folder of ranks shows the spread across ranks)."""
+    options = options or AnalysisOptions()
+    path = Path(source)
+    own = rank_file(path) if path.is_file() else None
+    if own is None or own.rank is None or not own.world_size or own.world_size < 2:
+        return analyze(path, options, progress)
+    beside = [rank_file(f) for f in traces_in(path.parent)]
+    runs = group_runs(beside, options.run_start_tolerance_ns)
+    for index, run in enumerate(runs):
+        chosen = next((f for f in run.files if f.path == path), None)
+        if chosen is not None and len(run.files) > 1:
+            infos = tuple(_run_info(i, r) for i, r in enumerate(runs))
+            return _analyze_ranks(run, chosen, options, progress, runs, index, infos)
+    return analyze(path, options, progress)
+
+
+def runs_in(folder: Path, options: AnalysisOptions) -> list[Run]:
+    """The runs of a folder of traces, oldest first; NotATraceError when it holds no trace."""
+    files = find_traces(folder)
     if not files:
         raise NotATraceError(
-            f"{source}: no trace in it (*.pt.trace.json[.gz], or a .json[.gz] file that reads "
+            f"{folder}: no trace in it (*.pt.trace.json[.gz], or a .json[.gz] file that reads "
             "like a torch.profiler trace)."
         )
-    if len(files) == 1 and options.rank is None:
-        return files[0], ()
-    ranks = _ranks_by_file(files)
-    if options.rank is not None:
-        for file, rank in ranks.items():
-            if rank == options.rank:
-                return file, tuple(sorted(ranks.values())) if len(files) > 1 else ()
-        present = sorted(set(ranks.values()))
-        if len(files) == 1:
-            raise NotATraceError(
-                f"{files[0]}: is the trace of rank {present[0]} only, not of rank "
-                f"{options.rank}; --rank chooses among the traces of a folder of rank traces."
-            )
+    return group_runs([rank_file(f) for f in files], options.run_start_tolerance_ns)
+
+
+def _check_rank_of_file(path: Path, rank: int) -> None:
+    found = rank_file(path).rank
+    if found is not None and found != rank:
         raise NotATraceError(
-            f"{source}: no trace of rank {options.rank} in it (ranks present: {present})."
+            f"{path}: is the trace of rank {found} only, not of rank {rank}; --rank chooses "
+            "among the traces of a folder of rank traces."
         )
-    first = min(ranks, key=lambda f: (ranks[f], str(f)))
-    return first, tuple(sorted(set(ranks.values())))
 
 
-def _ranks_by_file(files: list[Path]) -> dict[Path, int]:
-    """Rank of each file from ``distributedInfo`` (read from the head of the file)."""
-    pattern = re.compile(rb'"distributedInfo"\s*:\s*\{[^}]*?"rank"\s*:\s*(\d+)')
-    ranks = {}
-    for index, file in enumerate(files):
-        head = read_head(str(file), 1 << 20)
-        match = pattern.search(head)
-        ranks[file] = int(match.group(1)) if match else index
-    return ranks
+def _pick_run(folder: Path, runs: list[Run], options: AnalysisOptions) -> int:
+    if options.run is not None:
+        if options.run >= len(runs):
+            raise NotATraceError(
+                f"{folder}: has {len(runs)} run(s), numbered 0 to {len(runs) - 1}; there is no "
+                f"run {options.run}."
+            )
+        return options.run
+    if options.rank is not None:
+        having = [i for i, r in enumerate(runs) if options.rank in r.ranks]
+        if having:
+            return having[0]
+    return 0
+
+
+def _pick_rank(folder: Path, run: Run, options: AnalysisOptions) -> RankFile:
+    if options.rank is None:
+        return run.files[0]
+    for file in run.files:
+        if file.rank == options.rank:
+            return file
+    if not run.ranks:
+        raise NotATraceError(
+            f"{folder}: its traces have no rank information (no distributedInfo), so --rank "
+            "does not apply: each is a run of its own; choose one with --run."
+        )
+    raise NotATraceError(
+        f"{folder}: no trace of rank {options.rank} in it (ranks present: {list(run.ranks)})."
+    )
+
+
+def _run_info(index: int, run: Run) -> RunInfo:
+    return RunInfo(
+        index=index,
+        ranks=run.ranks,
+        world_size=run.world_size,
+        backend=run.files[0].backend,
+        paths=tuple(str(f.path) for f in run.files),
+    )
+
+
+def _runs_note(runs: list[Run], index: int) -> tuple[str, ...]:
+    if len(runs) < 2:
+        return ()
+    kinds = ", ".join(
+        f"{i}: " + (f"ranks {list(r.ranks)}" if r.ranks else os.path.basename(r.files[0].path))
+        for i, r in enumerate(runs)
+    )
+    return (
+        f"The folder holds {len(runs)} separate runs ({kinds}); this report covers run {index} "
+        "(choose another with --run).",
+    )
+
+
+def summarize_rank(
+    path: str, rank: int, options: AnalysisOptions, keep_report: bool
+) -> tuple[RankPiece, Report | None]:
+    """One rank's worker: read and analyze its trace, send back what the merge needs (and the
+    whole report for the rank the report covers)."""
+    loaded = load(path, None, options.max_events, options.max_name_chars)
+    report = analyze_loaded(loaded, options)
+    piece = RankPiece(
+        rank=rank,
+        path=path,
+        span_ns=report.trace.span_ns,
+        steps=step_times(loaded.trace),
+        collectives=report.collectives,
+        lines=tuple(
+            LineTime(
+                ln.file,
+                ln.path,
+                ln.line,
+                ln.function,
+                ln.total_ns,
+                ln.total_ns - ln.time_by_regime_ns.get(Regime.COMMUNICATION, 0),
+                issues_collectives(ln.file, ln.path, ln.line, report.collectives),
+            )
+            for ln in report.lines
+        ),
+        problems=tuple(p.kind for p in report.problems),
+    )
+    return piece, report if keep_report else None
+
+
+def _less_the_wait(
+    findings: tuple[Finding, ...],
+    own: RankTimes | None,
+    cross: CrossRank,
+    span_ns: int,
+    options: AnalysisOptions,
+) -> tuple[Finding, ...]:
+    """exposed-communication on the reported rank, less its wait for later ranks: overlap
+    cannot hide the time a collective waits for a straggler (the straggler finding has it)."""
+    if own is None or not own.wait_by_line:
+        return findings
+    late = ", ".join(str(s.rank) for s in cross.stragglers[:3]) or "the later ranks"
+    exposed = [f for f in findings if f.rule == "exposed-communication"]
+    lined = {
+        id(f): sum(
+            ns
+            for where, ns in own.wait_by_line
+            if where and same_line(where, f.file, f.path, f.line)
+        )
+        for f in exposed
+    }
+    # The wait of calls on no source line (traces without stacks) is shared among the findings
+    # that no call line names, by their savings.
+    unlined = sum(ns for where, ns in own.wait_by_line if not where)
+    rest = [f for f in exposed if not lined[id(f)]]
+    pool = sum(f.est_savings_ns for f in rest)
+    out = []
+    for f in findings:
+        wait = lined.get(id(f), 0)
+        if not wait and pool and any(f is g for g in rest):
+            wait = unlined * f.est_savings_ns // pool
+        if f.rule != "exposed-communication" or not wait:
+            out.append(f)
+            continue
+        saving = max(0, f.est_savings_ns - wait)
+        if saving < options.min_savings_ns or saving < options.min_savings_share * span_ns:
+            continue
+        out.append(
+            dataclasses.replace(
+                f,
+                est_savings_ns=saving,
+                severity=severity_of_saving(
+                    saving, span_ns, options.warning_share, options.information_share
+                ),
+                message=f"{f.message}; {units.duration(wait)} of it is waiting for rank(s) "
+                f"{late} (straggler), which overlap cannot hide",
+                evidence={**f.evidence, "waiting_for_ranks_us": round(wait / 1e3, 1)},
+                est_savings_per_step_ns=None
+                if f.est_savings_per_step_ns is None or not f.est_savings_ns
+                else f.est_savings_per_step_ns * saving // f.est_savings_ns,
+            )
+        )
+    return tuple(out)
+
+
+def _with_rules(
+    lines: tuple[LineReport, ...], before: tuple[Finding, ...], after: tuple[Finding, ...]
+) -> tuple[LineReport, ...]:
+    """Each line's ``findings`` once the merge has added and dropped some."""
+
+    def rules(findings: tuple[Finding, ...]) -> dict[tuple[str, int], set[str]]:
+        out: dict[tuple[str, int], set[str]] = {}
+        for f in findings:
+            for number in f.lines or (f.line,):
+                out.setdefault((f.file, number), set()).add(f.rule)
+        return out
+
+    was, now = rules(before), rules(after)
+    if was == now:
+        return lines
+    changed = []
+    for ln in lines:
+        key = (ln.file, ln.line)
+        gone = was.get(key, set()) - now.get(key, set())
+        new = sorted(now.get(key, set()) - was.get(key, set()))
+        if gone or new:
+            ln = dataclasses.replace(
+                ln, findings=tuple(r for r in ln.findings if r not in gone) + tuple(new)
+            )
+        changed.append(ln)
+    return tuple(changed)
+
+
+def _analyze_ranks(
+    run: Run,
+    chosen: RankFile,
+    options: AnalysisOptions,
+    progress: ProgressFn | None,
+    runs: list[Run],
+    index: int,
+    infos: tuple[RunInfo, ...],
+) -> Report:
+    args = [
+        (str(f.path), f.rank if f.rank is not None else i, options, f is chosen)
+        for i, f in enumerate(run.files)
+    ]
+    done = (lambda n: progress(n, len(args))) if progress else None
+    if options.ray is not None:
+        results = fanout.on_ray(summarize_rank, args, options.ray, done)
+    else:
+        results = fanout.in_processes(summarize_rank, args, options.jobs, done)
+    report = next(r for _, r in results if r is not None)
+    pieces = [p for p, _ in results]
+    cross = merge(pieces, options.min_savings_ns)
+    span = report.trace.span_ns
+    late = [
+        Finding(
+            rule=STRAGGLER,
+            severity=severity_of_saving(
+                f.est_savings_ns, span, options.warning_share, options.information_share
+            ),
+            file=f.file,
+            path=f.path,
+            line=f.line,
+            message=f.message,
+            fix=f.fix,
+            est_savings_ns=f.est_savings_ns,
+            function=f.function,
+            evidence=f.evidence,
+            doc=f"docs/rules/{STRAGGLER}.md",
+            lines=f.lines,
+            est_savings_per_step_ns=f.est_savings_ns // report.steps.count
+            if report.steps
+            else None,
+        )
+        for f in straggler(cross, span, options)
+    ]
+    covered = chosen.rank if chosen.rank is not None else 0
+    own = next((r for r in cross.ranks if r.rank == covered), None)
+    kept = _less_the_wait(report.findings, own, cross, span, options)
+    findings = tuple(sorted(kept + tuple(late), key=lambda f: -f.est_savings_ns))
+    lines = _with_rules(report.lines, report.findings, findings)
+    notes = (
+        *report.notes,
+        f"The run has ranks {list(run.ranks)}; this report covers rank {covered} (choose "
+        "another with --rank), and across ranks (cross_rank) the time each rank waits in "
+        "collectives and each line's spread.",
+        *_runs_note(runs, index),
+    )
+    others = [p for p in pieces if p.problems and p.rank != covered]
+    problems = report.problems
+    if others:
+        shown = "; ".join(f"rank {p.rank}: {', '.join(p.problems)}" for p in others[:4])
+        problems += (
+            ProblemReport(
+                "rank-problems",
+                len(others),
+                f"the traces of other ranks of the run have problems ({shown}"
+                + (" …" if len(others) > 4 else "")
+                + "); --rank N shows them",
+            ),
+        )
+    return dataclasses.replace(
+        report,
+        trace=dataclasses.replace(report.trace, ranks=run.ranks),
+        problems=problems,
+        findings=findings,
+        lines=lines,
+        notes=notes,
+        runs=infos,
+        run=index,
+        cross_rank=cross,
+    )
 
 
 def analyze_loaded(

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from brrr_trace.analyzers.collectives import CollectiveCall
+from brrr_trace.analyzers.crossrank import CrossRank
 from brrr_trace.units import duration
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
@@ -170,6 +171,17 @@ class StepsReport:
 
 
 @dataclass(frozen=True)
+class RunInfo:
+    """One run of a folder of traces: its ranks, or a single trace without rank information."""
+
+    index: int  # 0: the oldest run of the folder
+    ranks: tuple[int, ...]
+    world_size: int | None
+    backend: str | None
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class TrackSlice:
     start_ns: int  # on the trace's own clock
     end_ns: int
@@ -200,6 +212,11 @@ class Report:
     # guess silently).
     unmapped_files: tuple[str, ...] = ()
     steps: StepsReport | None = None
+    # A folder of traces: its runs, the one this report covers, and across that run's ranks the
+    # time each waits in collectives and the line spread (docs/architecture.md §13).
+    runs: tuple[RunInfo, ...] = ()
+    run: int | None = None
+    cross_rank: CrossRank | None = None
     schema_version: int = SCHEMA_VERSION
     # The rank's collective calls in host start order (docs/architecture.md §12).
     collectives: tuple[CollectiveCall, ...] = ()

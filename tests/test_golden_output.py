@@ -382,7 +382,10 @@ JSON = r"""{
     "train.py"
   ],
   "steps": null,
-  "collectives": []
+  "collectives": [],
+  "runs": [],
+  "run": null,
+  "cross_rank": null
 }
 """
 

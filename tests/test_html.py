@@ -387,7 +387,7 @@ def test_ranks_and_fields_added_later_are_shown(tmp_path: Path) -> None:
     report = analyze(tmp_path)
     page = render_html.render(report)
     assert "<p>Ranks of the traces: 0, 1. This page covers one" in page
-    assert "this report covers rank 0 (choose another with --rank)." in page
+    assert "this report covers rank 0 (choose another with --rank)" in page
     # A report with a field this page does not know (cross-rank results, say) shows it whole,
     # escaped, rather than failing or dropping it.
 

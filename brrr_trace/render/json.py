@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from brrr_trace.analyzers.collectives import CollectiveCall
+from brrr_trace.analyzers.crossrank import CrossRank
 from brrr_trace.diff import Diff
 from brrr_trace.report import Finding, LineReport, Report
 from brrr_trace.safe_text import json_safe
@@ -106,6 +107,84 @@ def to_dict(report: Report) -> dict[str, Any]:
         "unmapped_files": list(report.unmapped_files),
         "steps": _steps(report),
         "collectives": [_collective(c) for c in report.collectives],
+        "runs": [
+            {
+                "index": r.index,
+                "ranks": list(r.ranks),
+                "world_size": r.world_size,
+                "backend": r.backend,
+                "paths": list(r.paths),
+            }
+            for r in report.runs
+        ],
+        "run": report.run,
+        "cross_rank": _cross_rank(report.cross_rank),
+    }
+
+
+def _cross_rank(cross: CrossRank | None) -> dict[str, Any] | None:
+    if cross is None:
+        return None
+    return {
+        "matched_calls": cross.matched_calls,
+        "unmatched_calls": cross.unmatched_calls,
+        "ranks": [
+            {
+                "rank": r.rank,
+                "path": r.path,
+                "compute_us": _us(r.compute_ns),
+                "wait_us": _us(r.wait_ns),
+                "transfer_us": _us(r.transfer_ns),
+                "late_calls": r.late_calls,
+                "steps": [
+                    {
+                        "step": s.step,
+                        "compute_us": _us(s.compute_ns),
+                        "wait_us": _us(s.wait_ns),
+                        "transfer_us": _us(s.transfer_ns),
+                    }
+                    for s in r.steps
+                ],
+            }
+            for r in cross.ranks
+        ],
+        "stragglers": [
+            {
+                "rank": s.rank,
+                "late_us": _us(s.late_ns),
+                "others_wait_us": _us(s.others_wait_ns),
+                "calls": s.calls,
+                "per_call_late_us": _us(s.per_call_late_ns),
+                "per_step_late_us": _us(s.per_step_late_ns),
+                "steady_late_us": _us(s.steady_late_ns),
+                "started_last_by_clock": s.agrees_with_clock,
+                "lines": [
+                    {
+                        "file": ln.file,
+                        "path": ln.path,
+                        "line": ln.line,
+                        "function": ln.function,
+                        "excess_us": _us(ln.excess_ns),
+                    }
+                    for ln in s.lines
+                ],
+                "collective_lines": list(s.collective_lines),
+            }
+            for s in cross.stragglers
+        ],
+        "line_spread": [
+            {
+                "file": ln.file,
+                "path": ln.path,
+                "line": ln.line,
+                "function": ln.function,
+                "p50_us": _us(ln.p50_ns),
+                "max_us": _us(ln.max_ns),
+                "max_rank": ln.max_rank,
+                "ranks": ln.ranks,
+            }
+            for ln in cross.line_spread
+        ],
     }
 
 

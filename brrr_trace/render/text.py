@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from brrr_trace import units
+from brrr_trace.analyzers.crossrank import CrossRank
 from brrr_trace.diff import Diff
 from brrr_trace.report import Finding, LineReport, Report, StepsReport
 from brrr_trace.safe_text import terminal_safe
@@ -208,6 +209,8 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
         _cpu_lines_table(console, report, top)
     elif report.lines:
         _lines_table(console, report, top)
+    if report.cross_rank is not None:
+        _cross_rank(console, report.cross_rank, top)
     if report.findings:
         console.print(Text("Top fixes", style="bold"))
         for finding in report.findings[:top]:
@@ -225,6 +228,57 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
     for note in report.notes:
         console.print(f"[dim]Note: {_markup(note)}[/]")
     return buffer.getvalue()
+
+
+def _where(file: str, line: int, function: str) -> str:
+    """A line of another rank: file:line, or for an op-level line (no stack) the op's name."""
+    return f"{file}:{line}" if line else f"{file} ({function})"
+
+
+def _cross_rank(console: Console, cross: CrossRank, top: int) -> None:
+    console.print(
+        Text(
+            f"Across {len(cross.ranks)} ranks ({cross.matched_calls} collectives matched"
+            + (f", {cross.unmatched_calls} calls unmatched" if cross.unmatched_calls else "")
+            + ")",
+            style="bold",
+        )
+    )
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("rank", "compute", "waiting", "moving data", "came last"):
+        table.add_column(column, justify="right")
+    table.add_column("waiting by step", justify="left")
+    for r in cross.ranks:
+        steps = " ".join(units.duration(s.wait_ns) for s in r.steps[:6])
+        table.add_row(
+            str(r.rank),
+            units.duration(r.compute_ns),
+            units.duration(r.wait_ns),
+            units.duration(r.transfer_ns),
+            str(r.late_calls),
+            steps + (" …" if len(r.steps) > 6 else ""),
+        )
+    console.print(table)
+    for late in cross.stragglers[:3]:
+        where = ", ".join(
+            f"{_markup(_where(ln.file, ln.line, ln.function))} +{units.duration(ln.excess_ns)}"
+            for ln in late.lines
+        )
+        console.print(
+            f"  Straggler: rank {late.rank} came last to {late.calls} collectives, late by "
+            f"{units.duration(late.per_step_late_ns)} a step (median; at least "
+            f"{units.duration(late.steady_late_ns)} in every step); the others waited "
+            f"{units.duration(late.late_ns)} for it"
+            + (f"; its late lines: {where}" if where else "")
+        )
+    spread = [s for s in cross.line_spread if s.max_ns > 0][: min(top, 10)]
+    if spread:
+        console.print("  Line spread across ranks (p50 / max, rank of the max):")
+        for s in spread:
+            console.print(
+                f"    {_markup(_where(s.file, s.line, s.function))}  {units.duration(s.p50_ns)} / "
+                f"{units.duration(s.max_ns)} (rank {s.max_rank})"
+            )
 
 
 _MARKER = {

@@ -43,9 +43,9 @@ class AnalysisFailed(Exception):
 def default_analyze(
     path: str, options: AnalysisOptions, progress: Callable[[int, int], None]
 ) -> Report:
-    from brrr_trace.pipeline import analyze
+    from brrr_trace.pipeline import analyze_with_its_ranks
 
-    return analyze(path, options, progress)
+    return analyze_with_its_ranks(path, options, progress)
 
 
 def _die_with(parent: int) -> None:

@@ -294,6 +294,9 @@ def hover_markdown(
                 f"{units.duration(kernel.total_ns)}"
             )
     out += ["", _roofline_text(line, report)]
+    spread = _spread_text(line, report)
+    if spread:
+        out += ["", spread]
     if findings:
         out += ["", "**Findings**", ""]
         for finding in findings:
@@ -319,6 +322,21 @@ def _inclusive_text(line: LineReport, span_ns: int) -> list[str]:
         f"With the code it calls (forward and backward): **{units.duration(line.inclusive_ns)}** "
         f"({units.share(line.inclusive_ns, span_ns)} of the GPU span; {mix})",
     ]
+
+
+def _spread_text(line: LineReport, report: Report) -> str | None:
+    """The line across the run's ranks: its median and slowest rank (a folder of ranks)."""
+    cross = report.cross_rank
+    if cross is None:
+        return None
+    for s in cross.line_spread:
+        if (s.file, s.line, s.function) == (line.file, line.line, line.function):
+            return (
+                f"**Across {len(cross.ranks)} ranks:** p50 {units.duration(s.p50_ns)} · max "
+                f"{units.duration(s.max_ns)} (rank {s.max_rank}) · on {s.ranks} of "
+                f"{len(cross.ranks)} ranks"
+            )
+    return None
 
 
 def _roofline_text(line: LineReport, report: Report) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from brrr_trace.errors import NotATraceError
@@ -65,3 +66,110 @@ def find_traces(folder: str | os.PathLike[str]) -> list[Path]:
     except OSError as error:
         raise NotATraceError(f"{root}: cannot be read ({error.strerror}).") from None
     return preferred or traces_in(root)
+
+
+# Runs versus ranks (docs/architecture.md §13). The head of each file says which rank of which job
+# it is: `distributedInfo` (rank, world size, backend) and the time of its first event. Files
+# without `distributedInfo` are separate runs (a TensorBoard folder of two experiments); ranks of
+# one job share world size and backend, hold distinct ranks, and start together.
+_DISTRIBUTED = re.compile(rb'"distributedInfo"\s*:\s*(\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})')
+_INT_FIELD = rb'"%s"\s*:\s*"?(\d+)"?'
+_BACKEND = re.compile(rb'"backend"\s*:\s*"([A-Za-z0-9_:-]{1,40})"')
+_BASE_TIME = re.compile(rb'"baseTimeNanoseconds"\s*:\s*(\d+)')
+_FIRST_TS = re.compile(rb'"ts"\s*:\s*"?(-?\d+(?:\.\d+)?)')
+_HEAD_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class RankFile:
+    """What a trace's head says about where it comes from."""
+
+    path: Path
+    rank: int | None  # distributedInfo.rank; None when the trace has no distributedInfo
+    world_size: int | None
+    backend: str | None
+    start_ns: int | None  # the first event's time (base time + ts), to tell runs apart
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One job: its rank traces (sorted by rank), or one trace without rank information."""
+
+    files: tuple[RankFile, ...]
+
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        return tuple(f.rank for f in self.files if f.rank is not None)
+
+    @property
+    def world_size(self) -> int | None:
+        return self.files[0].world_size
+
+    @property
+    def start_ns(self) -> int | None:
+        starts = [f.start_ns for f in self.files if f.start_ns is not None]
+        return min(starts) if starts else None
+
+
+def rank_file(path: Path) -> RankFile:
+    """The rank, world size, backend and start time read from the first MiB of the trace."""
+    try:
+        head = read_head(str(path), _HEAD_BYTES)
+    except NotATraceError:
+        head = b""
+    rank = world = backend = None
+    info = _DISTRIBUTED.search(head)
+    if info:
+        body = info.group(1)
+        rank = _int_of(body, b"rank")
+        world = _int_of(body, b"world_size")
+        found = _BACKEND.search(body)
+        backend = found.group(1).decode() if found else None
+    base = _BASE_TIME.search(head)
+    events = head.find(b'"traceEvents"')
+    first = _FIRST_TS.search(head, max(events, 0)) if events >= 0 or head[:1] == b"[" else None
+    start = None
+    if first:
+        start = int(float(first.group(1)) * 1000) + (int(base.group(1)) if base else 0)
+    return RankFile(path=path, rank=rank, world_size=world, backend=backend, start_ns=start)
+
+
+def _int_of(body: bytes, key: bytes) -> int | None:
+    found = re.search(_INT_FIELD % key, body)
+    return int(found.group(1)) if found else None
+
+
+def group_runs(files: list[RankFile], start_tolerance_ns: int) -> list[Run]:
+    """Split trace files into runs, oldest first.
+
+    A file with a rank joins a run of the same world size and backend that lacks its rank and
+    started within ``start_tolerance_ns`` of it; a file without one is a run of its own."""
+    open_runs: list[list[RankFile]] = []
+    runs: list[list[RankFile]] = []
+    for file in sorted(files, key=lambda f: (f.start_ns is None, f.start_ns or 0, str(f.path))):
+        if file.rank is None:
+            runs.append([file])
+            continue
+        home = next((run for run in open_runs if _joins(run, file, start_tolerance_ns)), None)
+        if home is None:
+            home = []
+            open_runs.append(home)
+            runs.append(home)
+        home.append(file)
+    ordered = [Run(tuple(sorted(run, key=lambda f: (f.rank or 0, str(f.path))))) for run in runs]
+    return sorted(
+        ordered, key=lambda r: (r.start_ns is None, r.start_ns or 0, str(r.files[0].path))
+    )
+
+
+def _joins(run: list[RankFile], file: RankFile, tolerance_ns: int) -> bool:
+    first = run[0]
+    if (first.world_size, first.backend) != (file.world_size, file.backend):
+        return False
+    if any(f.rank == file.rank for f in run):
+        return False
+    if first.world_size is not None and len(run) >= first.world_size:
+        return False
+    if first.start_ns is None or file.start_ns is None:
+        return True
+    return abs(file.start_ns - first.start_ns) <= tolerance_ns
