@@ -7,6 +7,12 @@ H200 (median of 5 timed regions of 25 steps, after 5 warm-up steps); the estimat
 brrr-trace says the fix saves, from the profiled trace of the unfixed program (2 steps), per
 step. Also printed: the replay's prediction of the unprofiled step time from the profiled trace
 (the profiler's own cost taken out) against the measured one, for every program timed.
+
+    python benchmarks/savings_real.py --record-timed
+
+estimates from the ``brrr-trace record`` traces of ``h200/record-timed/`` instead: each carries
+the program's own step time, timed over its unprofiled wait steps, which the replay's
+profiler-cost estimate is scaled to match (``steps.profiler_cost_scale``).
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ def per_step_ms(bench: dict) -> float:  # type: ignore[type-arg]
 
 
 def main() -> int:
+    timed = "--record-timed" in sys.argv[1:]
+    folder = REAL / "h200" / ("record-timed" if timed else "")
     sys.path.insert(0, str(REPO))
     from brrr_trace.options import AnalysisOptions
     from brrr_trace.pipeline import analyze
@@ -46,7 +54,7 @@ def main() -> int:
 
     def report(program: str):  # type: ignore[no-untyped-def]
         if program not in reports:
-            reports[program] = analyze(REAL / "h200" / f"{program}.json.gz", options)
+            reports[program] = analyze(folder / f"{program}.json.gz", options)
         return reports[program]
 
     print("| program | fix | measured gain, ms/step | estimated, ms/step | ratio |")
@@ -64,8 +72,11 @@ def main() -> int:
             f"| {estimate:.2f} | {ratio} |"
         )
     print()
-    print("| program | profiled step, ms | replay's unprofiled step, ms | measured unprofiled |")
-    print("|---|---:|---:|---:|")
+    print(
+        "| program | profiled step, ms | replay's unprofiled step, ms | measured unprofiled |"
+        + (" timed by record, ms | cost scale |" if timed else "")
+    )
+    print("|---|---:|---:|---:|" + ("---:|---:|" if timed else ""))
     timed: dict[str, list[float]] = {}
     for pair in measured["pairs"]:
         timed.setdefault(pair["program"], []).append(per_step_ms(pair["before_bench"]))
@@ -75,9 +86,15 @@ def main() -> int:
         steps = report(program).steps
         if steps is None:
             continue
+        recorded = steps.recorded_unprofiled_ns
+        extra = (
+            f" {recorded / 1e6:.2f} | {steps.profiler_cost_scale:.2f} |"
+            if timed and recorded is not None
+            else (" | |" if timed else "")
+        )
         print(
             f"| {program} | {steps.median_ns / 1e6:.2f} | {steps.replayed_ns / 1e6:.2f} "
-            f"| {', '.join(f'{t:.2f}' for t in times)} |"
+            f"| {', '.join(f'{t:.2f}' for t in times)} |{extra}"
         )
     return 0
 
