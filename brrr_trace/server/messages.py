@@ -132,14 +132,18 @@ def status(
     watching: bool,
     run: str | None = None,
     traces: int = 0,
+    rank: int | None = None,
 ) -> dict[str, Any]:
     """What is loaded, loading or broken: ``brrr-trace.status`` and ``brrr-trace/status``.
-    ``run`` is the loaded trace's folder in the workspace, ``traces`` how many it could show."""
+    ``run`` is the loaded trace's folder in the workspace, ``traces`` how many it could show,
+    ``rank`` the rank the shown trace's file names (else the report's only rank)."""
     summary = snapshot.report.summary if snapshot else None
     ranks = snapshot.report.trace.ranks if snapshot else ()
+    if rank is None and len(ranks) == 1:
+        rank = ranks[0]
     return {
         "run": run,
-        "rank": ranks[0] if len(ranks) == 1 else None,
+        "rank": rank,
         "traces": traces,
         "trace": snapshot.trace.path if snapshot else None,
         "loading": loading,

@@ -262,8 +262,17 @@ class Session:
 
     def status(self) -> dict[str, Any]:
         run = run_of(self.snapshot.trace.path, self.roots()) if self.snapshot else None
+        # With its run's other ranks beside it, the report names all of them; it covers the
+        # rank of the file shown.
+        rank = rank_of(self.snapshot.trace) if self.snapshot else None
         return messages.status(
-            self.snapshot, self.loading, self.last_error, self.watching, run, len(self.candidates)
+            self.snapshot,
+            self.loading,
+            self.last_error,
+            self.watching,
+            run,
+            len(self.candidates),
+            rank,
         )
 
     def trace_entries(self, limit: int = _LISTED_TRACES) -> list[dict[str, Any]]:
