@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from brrr_trace.errors import BrrrError
@@ -66,7 +67,13 @@ def in_processes(
         futures = [pool.submit(task, *arg) for arg in args]
         results = []
         for done, future in enumerate(futures, 1):
-            results.append(future.result())
+            try:
+                results.append(future.result())
+            except BrokenProcessPool:
+                raise BrrrError(
+                    f"a worker process analyzing {args[done - 1][0]} stopped abruptly (out of "
+                    "memory, or killed); with fewer at a time (--jobs 1) each has more memory."
+                ) from None
             if on_done:
                 on_done(done)
         return results
