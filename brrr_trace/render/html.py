@@ -27,13 +27,13 @@ from typing import Any
 
 from brrr_trace import units
 from brrr_trace.analyzers.safe_read import SourceSkipped, read_source
-from brrr_trace.analyzers.timeline_view import KINDS, TimelineView
+from brrr_trace.analyzers.timeline_data import timeline_data
+from brrr_trace.analyzers.timeline_view import TimelineView
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.report import Finding, LineReport, Report
 from brrr_trace.safe_text import terminal_safe
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
-TIMELINE_PROTOCOL_VERSION = 1
 _CONTEXT_LINES = 3  # source lines shown above and below a hot line
 _SNIPPET_LINES = 40  # hot lines that get their source shown
 _OPEN_LINES = 3  # of them, shown open
@@ -83,41 +83,6 @@ def script_json(value: Any) -> str:
     encoded = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
     # ensure_ascii already wrote U+2028/9 as escapes; the markup characters are all that remain.
     return encoded.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
-def timeline_data(view: TimelineView) -> dict[str, Any]:
-    """The timeline as the script reads it: columns per device, places and names as tables."""
-    kind_code = {k: i for i, k in enumerate(KINDS)}
-    cause_code = {c: i for i, c in enumerate(_CAUSES)}
-    return {
-        "version": TIMELINE_PROTOCOL_VERSION,
-        "budget": view.budget,
-        "causes": list(_CAUSES),
-        "places": [[p.file, p.path, p.line, p.function] for p in view.places],
-        "names": list(view.names),
-        "devices": [
-            {
-                "device": d.device,
-                "span_ns": d.span_ns,
-                "ops": d.ops,
-                "gaps": d.gaps,
-                "merged": d.merged,
-                "start": list(d.seg_start_ns),
-                "end": list(d.seg_end_ns),
-                "kind": [kind_code[k] for k in d.seg_kind],
-                "busy": list(d.seg_busy_ns),
-                "ops_in": list(d.seg_ops),
-                "gaps_in": list(d.seg_gaps),
-                "place": list(d.seg_place),
-                "name": list(d.seg_name),
-                "cause": [cause_code.get(c, -1) for c in d.seg_cause],
-            }
-            for d in view.devices
-        ],
-        "steps": [
-            {"start_ns": s.start_ns, "end_ns": s.end_ns, "busy_ns": s.busy_ns} for s in view.steps
-        ],
-    }
 
 
 def timeline_fragment(view: TimelineView, element_id: str = "timeline") -> str:

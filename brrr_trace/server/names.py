@@ -9,6 +9,7 @@ CMD_LIST_TRACES = "brrr-trace.listTraces"
 CMD_RELOAD = "brrr-trace.reload"
 CMD_STATUS = "brrr-trace.status"
 CMD_HEAT = "brrr-trace.heat"
+CMD_TIMELINE = "brrr-trace.timeline"
 # Sent whenever a load starts, ends or fails, with the ``brrr-trace.status`` command's answer
 # (the VS Code extension's status bar); clients that do not know it ignore it.
 STATUS_NOTIFICATION = "brrr-trace/status"

@@ -8,6 +8,9 @@
 //     strongest;
 //   - line 309 `opt.step()` ends with a short hint (at most 43 characters) whose tooltip has the
 //     whole text; line 306 `logits = model(inputs)` shows the inclusive time of the model;
+//   - brrr-trace: Show Timeline opens the timeline beside the editor (a webview: its nested
+//     iframe draws the segments); a click on the widest kernel of a line puts the editor's
+//     cursor on that line, and that line's segments are then marked on the timeline;
 //   - unfused-elementwise, found over lines 306, 307 and 309, is in the Problems panel on each;
 //   - the run picker lists both runs and both ranks; picking the loop shows its trace;
 //   - on the loop: line 108 compute, line 109 overhead, a hover, the host-sync diagnostic, the
@@ -21,6 +24,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 const OUT = process.env.OUT ?? '.';
+const TIMELINE_SHOT = process.env.TIMELINE_SCREENSHOT;
 const E = {
   file: 'workloads.py',
   trace: 'item_in_loop.pt.trace.json.gz',
@@ -176,6 +180,58 @@ try {
   await shot('hint-tooltip');
   step(`tooltip of the hint on line ${E.modelLine}`);
   await page.mouse.move(5, 5);
+
+  // The timeline panel: the command opens it beside the editor; the drawing is in the webview's
+  // nested iframe. A real click on the widest kernel with a line moves the editor's cursor there.
+  await keys('Escape', 'F1');
+  await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
+  await page.keyboard.type('brrr-trace: Show Timeline');
+  await waitText('.quick-input-list .monaco-list-row', /brrr-trace: Show Timeline/);
+  await keys('Enter');
+  let timeline = null;
+  for (let i = 0; i < 150 && !timeline; i += 1) {
+    for (const frame of page.frames()) {
+      const drawn = await frame.$('.brrr-timeline[data-drawn]').catch(() => null);
+      if (drawn) timeline = frame;
+    }
+    if (!timeline) await page.waitForTimeout(200);
+  }
+  if (!timeline) throw new Error('the timeline panel never drew (no frame with .brrr-timeline[data-drawn])');
+  const target = await timeline.evaluate(() => {
+    const data = JSON.parse(document.querySelector('script.brrr-timeline-data').textContent);
+    const dev = data.devices[0];
+    let best = -1;
+    for (let i = 0; i < dev.start.length; i += 1) {
+      if (dev.kind[i] !== 0 || dev.place[i] < 0) continue;
+      if (best < 0 || dev.end[i] - dev.start[i] > dev.end[best] - dev.start[best]) best = i;
+    }
+    const canvas = document.querySelector('.brrr-tl-canvas');
+    const width = canvas.getBoundingClientRect().width;
+    const span = Math.max(...data.devices.map((d) => d.span_ns));
+    const place = data.places[dev.place[best]];
+    return { x: ((dev.start[best] + dev.end[best]) / 2 / span) * width, y: 18 + 34 / 2, line: place[2], file: place[0],
+      drawn: document.querySelector('.brrr-timeline').getAttribute('data-drawn') };
+  });
+  step(`timeline drawn (${target.drawn} segments); clicking the widest kernel, of ${target.file}:${target.line}`);
+  await timeline.locator('.brrr-tl-canvas').click({ position: { x: target.x, y: target.y } });
+  await waitText('.statusbar-item', new RegExp(`Ln ${target.line}, Col 1\\b`));
+  await timeline.waitForSelector('.brrr-timeline[data-highlighted]:not([data-highlighted="0"])', { timeout: 10_000 });
+  const marked = await timeline.evaluate(() => document.querySelector('.brrr-timeline').getAttribute('data-highlighted'));
+  await page.waitForTimeout(300);
+  await shot('timeline');
+  if (TIMELINE_SHOT) {
+    fs.mkdirSync(path.dirname(TIMELINE_SHOT), { recursive: true });
+    await page.screenshot({ path: TIMELINE_SHOT });
+  }
+  step(`the click put the cursor on line ${target.line}; ${marked} segments of that line marked`);
+  // Close the panel by its tab, then give the workbench (not the gone frame) the keyboard again.
+  const panelTab = page.locator('.tabs-container .tab', { hasText: 'brrr-trace: Timeline' }).first();
+  await panelTab.hover();
+  await panelTab.locator('.codicon-close').first().click();
+  await panelTab.waitFor({ state: 'detached', timeout: 10_000 });
+  await page.locator('.tabs-container .tab', { hasText: E.file }).first().click();
+  await page.waitForTimeout(500);
+  await keys('Control+1');
 
   // A finding over three lines: in the Problems panel on each of them.
   await keys('Escape', 'Control+Shift+M');

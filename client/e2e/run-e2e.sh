@@ -3,7 +3,8 @@
 # headless Chromium. Opens brrr_trace/data/workloads.py beside two runs (a training step as ranks 0
 # and 1, and the item_in_loop loop) and checks, on the training step, the heat decorations, a short
 # hint and its tooltip, the inclusive hint on the model call, a finding over three lines, the run
-# picker and the status bar's run and rank; on the loop, the hints, a hover, the host-sync
+# picker and the status bar's run and rank, the timeline panel (a click on a kernel moves the
+# cursor to its line); on the loop, the hints, a hover, the host-sync
 # diagnostic and the summary; then points brrr-trace.interpreter at a fresh venv and installs the
 # bundled wheel there from the prompt; saves screenshots (see drive.mjs).
 #
@@ -16,6 +17,7 @@
 #   PY          a Python with brrr_trace installed (default: the repository's .venv, else python3)
 #   OUT         screenshots and logs (default: client/e2e-out)
 #   SCREENSHOT  where the README's screenshot goes (default: docs/vscode.png; "" to skip)
+#   TIMELINE_SCREENSHOT  the timeline panel's (default: docs/editor/timeline.png; "" to skip)
 #   PORT        code-server's loopback port (default 8081)
 set -euo pipefail
 CLIENT=$(cd "$(dirname "$0")/.." && pwd)
@@ -117,7 +119,7 @@ echo "e2e: code-server up at $(elapsed) s"
 
 STATUS=0
 CS_URL="http://127.0.0.1:$PORT/?folder=$WS" OUT="$OUT" SCREENSHOT="$SCREENSHOT" \
-  FRESH_PYTHON="$FRESH/bin/python" \
+  FRESH_PYTHON="$FRESH/bin/python" TIMELINE_SCREENSHOT="${TIMELINE_SCREENSHOT-$REPO/docs/editor/timeline.png}" \
   node "$CLIENT/e2e/drive.mjs" || STATUS=$?
 if [ $STATUS = 0 ]; then
   "$FRESH/bin/python" -c 'import brrr_trace; print("e2e: the fresh venv has brrr_trace", brrr_trace.__version__, "from", brrr_trace.__file__)' ||

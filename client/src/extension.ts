@@ -1,6 +1,6 @@
 /**
  * The VS Code side of brrr-trace: start `python -m brrr_trace serve` with vscode-languageclient,
- * keep a status-bar item, and register four commands. The only module that imports `vscode`;
+ * keep a status-bar item, and register its commands. The only module that imports `vscode`;
  * what it decides is in the modules beside it (tested with `node --test`).
  */
 import { execFile } from 'node:child_process';
@@ -59,6 +59,19 @@ import {
 } from './status';
 import { parseTraceEntries, tracePicks } from './traces';
 import { HEAT_STEPS, heatBuckets, heatColor, parseHeat } from './heat';
+import {
+  CMD_SHOW_TIMELINE,
+  CMD_TIMELINE,
+  highlightMessage,
+  makeNonce,
+  parseReveal,
+  type Reveal,
+  TIMELINE_SCRIPT,
+  TIMELINE_STYLE,
+  TIMELINE_VIEW_TYPE,
+  timelinePage,
+  timelineRules,
+} from './timeline';
 
 let controller: Controller | undefined;
 const RESTART_DELAY_MS = 500;
@@ -90,6 +103,8 @@ class Controller implements vscode.Disposable {
   private readonly pickerItem: vscode.StatusBarItem;
   private readonly heatTypes: vscode.TextEditorDecorationType[];
   private heatGeneration = 0;
+  private panel: vscode.WebviewPanel | undefined;
+  private panelTrace: string | null | undefined; // the trace the panel draws
   private readonly disposables: vscode.Disposable[] = [];
   private clientDisposables: vscode.Disposable[] = [];
   private restartTimer: ReturnType<typeof setTimeout> | undefined;
@@ -124,8 +139,10 @@ class Controller implements vscode.Disposable {
       vscode.commands.registerCommand(CMD_OPEN_TRACE, () => this.openTrace()),
       vscode.commands.registerCommand(CMD_PICK_RUN, () => this.openTrace()),
       vscode.commands.registerCommand(CMD_SHOW_SUMMARY, () => this.showSummary()),
+      vscode.commands.registerCommand(CMD_SHOW_TIMELINE, () => this.showTimeline()),
       vscode.commands.registerCommand(CMD_RESTART, () => this.restart()),
       vscode.commands.registerCommand(CMD_SHOW_LOGS, () => this.log.show()),
+      vscode.window.onDidChangeTextEditorSelection((event) => this.highlightInPanel(event.textEditor)),
       vscode.workspace.onDidChangeConfiguration((event) => this.onSettingsChanged(event)),
       vscode.workspace.onDidGrantWorkspaceTrust(() => this.restart()),
     );
@@ -134,6 +151,7 @@ class Controller implements vscode.Disposable {
   dispose(): void {
     clearTimeout(this.restartTimer);
     this.disposables.forEach((d) => d.dispose());
+    this.panel?.dispose();
   }
 
   /** Stop the server if it runs, then start it again; calls are queued, never interleaved. */
@@ -212,6 +230,7 @@ class Controller implements vscode.Disposable {
         if (this.client === client) {
           this.setState({ kind: 'running', status: parseStatus(status) });
           void this.refreshHeat();
+          void this.refreshPanel();
         }
       }),
       client.onDidChangeState((event) => {
@@ -413,6 +432,114 @@ class Controller implements vscode.Disposable {
           .map((n) => new vscode.Range(n, 0, n, 0)));
       });
     }
+  }
+
+  // --- the timeline panel ----------------------------------------------------------------------
+
+  /** Open (or bring back) the panel beside the editor, drawing the loaded trace's timeline. */
+  private async showTimeline(): Promise<void> {
+    if (this.panel) {
+      this.panel.reveal(vscode.ViewColumn.Beside, true);
+    } else {
+      const dist = vscode.Uri.joinPath(this.context.extensionUri, 'dist');
+      const panel = vscode.window.createWebviewPanel(TIMELINE_VIEW_TYPE, 'brrr-trace: Timeline',
+        { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
+        { enableScripts: true, retainContextWhenHidden: true, localResourceRoots: [dist] });
+      this.panel = panel;
+      this.panelTrace = undefined;
+      panel.onDidDispose(() => {
+        if (this.panel === panel) {
+          this.panel = undefined;
+        }
+      });
+      panel.webview.onDidReceiveMessage((message: unknown) => {
+        const reveal = parseReveal(message);
+        if (reveal) {
+          void this.revealLine(reveal);
+        }
+      });
+    }
+    await this.refreshPanel(true);
+  }
+
+  /** Draw the loaded trace again, once it is another one (or when asked to). */
+  private async refreshPanel(force = false): Promise<void> {
+    const panel = this.panel;
+    const client = this.client;
+    if (!panel) {
+      return;
+    }
+    const trace = this.state.kind === 'running' ? this.state.status?.trace ?? null : null;
+    if (!force && trace === this.panelTrace) {
+      return;
+    }
+    let data: unknown = null;
+    let note: string | undefined;
+    if (client?.isRunning()) {
+      try {
+        data = await client.sendRequest(ExecuteCommandRequest.type, { command: CMD_TIMELINE, arguments: [] });
+      } catch (error) {
+        this.log.warn(`${CMD_TIMELINE} failed: ${error}`);
+        note = 'The timeline could not be read from the server; see brrr-trace: Show Logs.';
+      }
+    } else {
+      note = 'The brrr-trace language server is not running.';
+    }
+    if (this.panel !== panel) {
+      return;
+    }
+    this.panelTrace = trace;
+    if (data !== null && trace) {
+      note = vscode.workspace.asRelativePath(trace, true);
+    }
+    const dist = vscode.Uri.joinPath(this.context.extensionUri, 'dist');
+    const read = (name: string) => fs.readFileSync(vscode.Uri.joinPath(dist, name).fsPath, 'utf8');
+    panel.webview.html = timelinePage({
+      cspSource: panel.webview.cspSource,
+      nonce: makeNonce(),
+      script: read(TIMELINE_SCRIPT),
+      style: timelineRules(read(TIMELINE_STYLE)),
+      data,
+      note,
+    });
+    const editor = vscode.window.activeTextEditor;
+    if (editor) {
+      this.highlightInPanel(editor);
+    }
+  }
+
+  /** A click on the timeline: open its file and put the cursor on its line. */
+  private async revealLine(reveal: Reveal): Promise<void> {
+    let uri = reveal.path ? vscode.Uri.file(reveal.path) : undefined;
+    if (!uri) {
+      // The server found no local file: look for the trace's name in the workspace.
+      const found = await vscode.workspace.findFiles(`**/${reveal.file.replace(/[[\]{}*?!]/g, '?')}`, undefined, 2);
+      uri = found.length === 1 ? found[0] : undefined;
+    }
+    if (!uri) {
+      void vscode.window.showWarningMessage(`brrr-trace: ${reveal.file}:${reveal.line} is not a file of this workspace.`);
+      return;
+    }
+    const column = vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === 'file')?.viewColumn
+      ?? vscode.ViewColumn.One;
+    const position = new vscode.Position(reveal.line - 1, 0);
+    try {
+      const document = await vscode.workspace.openTextDocument(uri);
+      await vscode.window.showTextDocument(document, {
+        viewColumn: column,
+        selection: new vscode.Range(position, position),
+      });
+    } catch (error) {
+      void vscode.window.showWarningMessage(`brrr-trace: could not open ${uri.fsPath}: ${error}`);
+    }
+  }
+
+  /** The cursor moved in a Python editor: mark its line's segments in the panel. */
+  private highlightInPanel(editor: vscode.TextEditor): void {
+    if (!this.panel || editor.document.languageId !== 'python' || editor.document.uri.scheme !== 'file') {
+      return;
+    }
+    void this.panel.webview.postMessage(highlightMessage(editor.document.uri.fsPath, editor.selection.active.line));
   }
 
   // --- talking to the server --------------------------------------------------------------------

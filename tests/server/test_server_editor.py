@@ -170,3 +170,46 @@ async def test_runs_and_ranks_for_the_picker_and_the_status(
     )
     assert Path(status["trace"]).name == "rank1.pt.trace.json.gz"
     assert (status["run"], status["rank"]) == ("runs/step", 1)
+
+
+async def test_the_timeline_panel_gets_the_drawn_timeline_and_null_before_a_trace(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    empty = make_workspace(tmp_path / "empty", "transformer_step")
+    empty.trace.unlink()  # nothing to load: the panel says so instead of drawing
+    workspace = make_workspace(tmp_path / "ws", "transformer_step")
+    await initialize(client, empty)
+    command = t.ExecuteCommandParams(command="brrr-trace.timeline", arguments=[])
+    assert await client.workspace_execute_command_async(command) is None
+
+    client.workspace_did_change_workspace_folders(
+        t.DidChangeWorkspaceFoldersParams(
+            t.WorkspaceFoldersChangeEvent(
+                added=[t.WorkspaceFolder(uri=workspace.root.as_uri(), name="ws")],
+                removed=[t.WorkspaceFolder(uri=empty.root.as_uri(), name="ws")],
+            )
+        )
+    )
+    await open_and_settle(client, workspace)
+    data = await client.workspace_execute_command_async(command)
+    assert data["version"] == 1
+    assert data["causes"] == ["sync", "dataloader", "host", "launch", "other", "collective"]
+    # One H200, its 27.0 ms span (the step's lens), 424 ops and the 423 gaps between them.
+    [device] = data["devices"]
+    assert (device["device"], device["span_ns"], device["ops"], device["gaps"]) == (
+        0,
+        26994568,
+        424,
+        423,
+    )
+    # A place is [trace's file, local path, line, function]: what a click reveals in the editor.
+    places = {(p[2], p[3]): p for p in data["places"]}
+    assert places[306, "transformer_step"] == [
+        "workloads.py",
+        str(workspace.source),
+        306,
+        "transformer_step",
+    ]
+    # The segments name their places: opt.step()'s kernels (line 309) are drawn.
+    drawn_lines = {data["places"][i][2] for i in device["place"] if i >= 0}
+    assert {306, 309} <= drawn_lines

@@ -42,4 +42,5 @@ COMMANDS: tuple[tuple[str, Callable[..., Any]], ...] = (
     (names.CMD_RELOAD, commands.reload),
     (names.CMD_STATUS, commands.status),
     (names.CMD_HEAT, commands.heat),
+    (names.CMD_TIMELINE, commands.timeline),
 )

@@ -10,6 +10,7 @@ from typing import Any
 from lsprotocol import types as t
 from pygls.uris import to_fs_path
 
+from brrr_trace.analyzers.timeline_data import timeline_data
 from brrr_trace.server import convert, messages
 from brrr_trace.server.discovery import stat_trace
 from brrr_trace.server.language_server import BrrrServer
@@ -59,6 +60,15 @@ def heat(ls: BrrrServer, *args: Any) -> dict[str, Any]:
     if view is None:
         return {"uri": uri, "lines": []}
     return {"uri": uri, "lines": convert.heat(view.snapshot.lines(view.path), view.positions)}
+
+
+def timeline(ls: BrrrServer, *args: Any) -> dict[str, Any] | None:
+    """The loaded trace's drawn timeline, as its script reads it (the extension's timeline
+    panel); null while nothing is loaded."""
+    snapshot = ls.session.snapshot
+    if snapshot is None or snapshot.report.timeline is None:
+        return None
+    return timeline_data(snapshot.report.timeline)
 
 
 async def select_trace(ls: BrrrServer, *args: Any) -> dict[str, Any] | None:

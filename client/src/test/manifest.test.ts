@@ -12,6 +12,7 @@ import { describe, test } from 'node:test';
 import { CLIENT_ROOT, readManifest } from './manifest';
 import { CLIENT_ONLY_KEYS, serverKeys, settingKeys } from '../settings';
 import { CMD_OPEN_TRACE, CMD_PICK_RUN, CMD_RESTART, CMD_SHOW_LOGS, CMD_SHOW_SUMMARY } from '../status';
+import { CMD_SHOW_TIMELINE } from '../timeline';
 
 const manifest = readManifest();
 const properties: Record<string, Record<string, unknown>> = manifest.contributes.configuration.properties;
@@ -50,12 +51,13 @@ describe('package.json', () => {
     assert.equal(manifest.extensionPack, undefined);
   });
 
-  test('the five commands, and the client registers exactly those', () => {
+  test('the six commands, and the client registers exactly those', () => {
     const commands = manifest.contributes.commands.map((c: { command: string }) => c.command);
-    assert.deepEqual(commands, [CMD_OPEN_TRACE, CMD_PICK_RUN, CMD_SHOW_SUMMARY, CMD_RESTART, CMD_SHOW_LOGS]);
+    assert.deepEqual(commands, [CMD_OPEN_TRACE, CMD_PICK_RUN, CMD_SHOW_SUMMARY, CMD_SHOW_TIMELINE, CMD_RESTART, CMD_SHOW_LOGS]);
     const source = fs.readFileSync(path.join(CLIENT_ROOT, 'src', 'extension.ts'), 'utf8');
     const registered = [...source.matchAll(/registerCommand\((CMD_[A-Z_]+)/g)].map((m) => m[1]);
-    assert.deepEqual(registered, ['CMD_OPEN_TRACE', 'CMD_PICK_RUN', 'CMD_SHOW_SUMMARY', 'CMD_RESTART', 'CMD_SHOW_LOGS']);
+    assert.deepEqual(registered, ['CMD_OPEN_TRACE', 'CMD_PICK_RUN', 'CMD_SHOW_SUMMARY', 'CMD_SHOW_TIMELINE', 'CMD_RESTART',
+      'CMD_SHOW_LOGS']);
   });
 
   test('the bundle is the entry point; the engine is not newer than the typings or code-server 1.100', () => {
