@@ -331,6 +331,7 @@ def _analyze_ranks(
     pieces = [p for p, _ in results]
     cross = merge(pieces, options.min_savings_ns)
     span = report.trace.span_ns
+    mapper = PathMapper(options.source_root or os.getcwd(), options.path_mappings)
     late = [
         Finding(
             rule=STRAGGLER,
@@ -339,6 +340,7 @@ def _analyze_ranks(
             ),
             file=f.file,
             path=f.path,
+            relative_path=mapper.relative(f.path),
             line=f.line,
             message=f.message,
             fix=f.fix,

@@ -316,6 +316,14 @@ def test_gloo_ddp_the_late_rank_is_named_with_its_late_time(run: str, late_rank:
     assert report.summary.time_by_regime_ns[Regime.COMMUNICATION] > 0
 
 
+def test_the_straggler_finding_has_its_repository_relative_path() -> None:
+    # What SARIF locates a finding by: the straggler's line under the source root.
+    options = AnalysisOptions(jobs=2, source_root=str(DDP.parent))
+    report = analyze(DDP / "rank1-late-15ms", options)
+    found = next(f for f in report.findings if f.rule == "straggler")
+    assert (found.relative_path, found.line) == ("ddp_train.py", 69)
+
+
 def test_gloo_ddp_balanced_names_no_straggler() -> None:
     report = analyze(DDP / "balanced", AnalysisOptions(jobs=2))
     assert report.cross_rank is not None and report.cross_rank.matched_calls == 21
