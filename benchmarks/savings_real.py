@@ -3,10 +3,12 @@
     python benchmarks/savings_real.py
 
 Each before/after pair of ``tests/data/realcode/record_real.py`` was timed unprofiled on the
-H200 (median of 5 timed regions of 25 steps, after 5 warm-up steps); the estimate is what
-brrr-trace says the fix saves, from the profiled trace of the unfixed program (2 steps), per
-step. Also printed: the replay's prediction of the unprofiled step time from the profiled trace
-(the profiler's own cost taken out) against the measured one, for every program timed.
+H200 by ``time_pairs.py`` (``h200/pairs.json``: the two sides in alternating processes, each
+warmed up for 20 steps, then 5 timed regions of 25 steps; a side's time is the median of all its
+regions); the estimate is what brrr-trace says the fix saves, from the profiled trace of the
+unfixed program (2 steps), per step. Also printed: the replay's prediction of the unprofiled
+step time from the profiled trace (the profiler's own cost taken out) against the measured one,
+for every program timed.
 
     python benchmarks/savings_real.py --record-timed
 
@@ -41,6 +43,11 @@ def per_step_ms(bench: dict) -> float:  # type: ignore[type-arg]
     return statistics.median(bench["seconds"]) / bench["steps"] * 1e3
 
 
+def side_ms(pair: dict, side: str) -> float:  # type: ignore[type-arg]
+    """A side of an interleaved pair: the median of all its timed regions, ms a step."""
+    return statistics.median(s for run in pair[side] for s in run) * 1e3
+
+
 def main() -> int:
     timed = "--record-timed" in sys.argv[1:]
     folder = REAL / "h200" / ("record-timed" if timed else "")
@@ -59,12 +66,21 @@ def main() -> int:
 
     print("| program | fix | measured gain, ms/step | estimated, ms/step | ratio |")
     print("|---|---|---:|---:|---:|")
-    for pair in measured["pairs"]:
-        before, after = per_step_ms(pair["before_bench"]), per_step_ms(pair["after_bench"])
+    interleaved = json.loads((REAL / "h200" / "pairs.json").read_text())["rounds"]
+    for pair in interleaved:
+        before, after = side_ms(pair, "before"), side_ms(pair, "after")
         rep = report(pair["program"])
         steps = rep.steps.count if rep.steps else 1
         rules = RULES_OF_FIX[pair["fix"]]
-        estimate = sum(f.est_savings_ns for f in rep.findings if f.rule in rules) / steps / 1e6
+        together = {r.rule: r.est_savings_ns for r in rep.rule_savings}
+        estimate = (
+            sum(
+                together.get(rule, sum(f.est_savings_ns for f in rep.findings if f.rule == rule))
+                for rule in rules
+            )
+            / steps
+            / 1e6
+        )
         gain = before - after
         ratio = f"{estimate / gain:.2f}" if gain > 0 else "n/a"
         print(
@@ -78,8 +94,8 @@ def main() -> int:
     )
     print("|---|---:|---:|---:|" + ("---:|---:|" if timed else ""))
     timed: dict[str, list[float]] = {}
-    for pair in measured["pairs"]:
-        timed.setdefault(pair["program"], []).append(per_step_ms(pair["before_bench"]))
+    for pair in interleaved:
+        timed.setdefault(pair["program"], []).append(side_ms(pair, "before"))
     for alone in measured["unprofiled"]:
         timed.setdefault(alone["program"], []).append(per_step_ms(alone["bench"]))
     for program, times in timed.items():

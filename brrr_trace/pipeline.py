@@ -27,7 +27,7 @@ from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.kernels import kernel_kind
 from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.regimes import REGIMES, LineCost, OpClasses, classify_ops, line_costs
-from brrr_trace.analyzers.rules import RawFinding, RuleContext
+from brrr_trace.analyzers.rules import RawFinding, RuleContext, savings_by_rule
 from brrr_trace.analyzers.rules import find as find_findings
 from brrr_trace.analyzers.rules.straggler import RULE as STRAGGLER
 from brrr_trace.analyzers.rules.straggler import straggler
@@ -46,6 +46,7 @@ from brrr_trace.report import (
     LineReport,
     ProblemReport,
     Report,
+    RuleSaving,
     RunInfo,
     StepsReport,
     Summary,
@@ -490,6 +491,15 @@ def analyze_loaded(
     findings = tuple(
         _finding(raw, locator, mapper, context.span_ns, options, steps) for raw in raw_findings
     )
+    rule_savings = tuple(
+        RuleSaving(
+            rule=rule,
+            findings=sum(1 for f in raw_findings if f.rule == rule),
+            est_savings_ns=ns,
+            est_savings_per_step_ns=ns // steps.count if steps and steps.count else None,
+        )
+        for rule, ns in savings_by_rule(context, raw_findings).items()
+    )
 
     dev = next((d for d in timeline.devices if d.device == device), None)
     busy = dev.busy_ns if dev else 0
@@ -563,6 +573,7 @@ def analyze_loaded(
         notes=tuple(notes),
         steps=steps,
         collectives=collectives.calls,
+        rule_savings=rule_savings,
         tracks=_tracks(trace, timeline_tracks(trace, ops, timeline), locator, costs)
         if options.timeline_tracks
         else (),

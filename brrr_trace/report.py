@@ -155,6 +155,17 @@ class ProblemReport:
 
 
 @dataclass(frozen=True)
+class RuleSaving:
+    """All of one rule's findings fixed at once, replayed as one fix (docs/architecture.md §7):
+    less than the sum of their savings where they overlap."""
+
+    rule: str
+    findings: int
+    est_savings_ns: int
+    est_savings_per_step_ns: int | None = None
+
+
+@dataclass(frozen=True)
 class StepsReport:
     """The trace's ProfilerStep ranges: the time of each, and without the profiler."""
 
@@ -220,6 +231,8 @@ class Report:
     schema_version: int = SCHEMA_VERSION
     # The rank's collective calls in host start order (docs/architecture.md §12).
     collectives: tuple[CollectiveCall, ...] = ()
+    # Rules with several findings: the saving of fixing them all together.
+    rule_savings: tuple[RuleSaving, ...] = ()
     # Only with AnalysisOptions.timeline_tracks; not part of the JSON contract.
     tracks: tuple[Track, ...] = ()
     # The timeline as bounded segments, for the HTML report and the editor's timeline panel;

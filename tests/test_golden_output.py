@@ -383,6 +383,7 @@ JSON = r"""{
   ],
   "steps": null,
   "collectives": [],
+  "rule_savings": [],
   "runs": [],
   "run": null,
   "cross_rank": null

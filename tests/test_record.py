@@ -546,5 +546,8 @@ def test_wait_steps_are_timed_without_the_line_mode(tmp_path: Path) -> None:
             opt.step()
     assert rec.written
     assert modes_seen == [0, 0, 0, 1, 1]  # pushed when the warm-up step begins
-    timed = load(tmp_path / "w.json")["brrr_record"]["unprofiled_step_ns"]
+    recorded = load(tmp_path / "w.json")["brrr_record"]
+    timed = recorded["unprofiled_step_ns"]
     assert len(timed) == 2 and all(isinstance(ns, int) and ns > 0 for ns in timed)
+    # the later half of the wait (the third step) timed between two device syncs
+    assert recorded["unprofiled_window"] == {"steps": 1, "ns": timed[1]}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from brrr_trace.pipeline import analyze
 from brrr_trace.vocabulary import IdleCause
-from tests.tracebuilder import frame, kernel, launch, runtime, write
+from tests.tracebuilder import frame, kernel, launch, op, runtime, write
 
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1"
 
@@ -44,3 +44,41 @@ def test_a_host_bound_loop_gains_only_the_waiting(tmp_path: Path) -> None:
     report = analyze(write(tmp_path / "t.json", loop_with_sync(kernel_us=5.0, host_us=300.0)))
     assert report.summary.idle_by_cause_ns[IdleCause.SYNC] >= 1_200_000
     assert host_sync(report) is None  # below the 50 µs worth reporting
+
+
+FP32_GEMM = "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma"
+
+
+def steps_launching_at_their_end(host_us: float, kernel_us: float) -> list[dict]:
+    """Three ProfilerSteps: host_us of Python, then one FP32 GEMM launched as the step ends;
+    after the last one the profiler synchronizes the device as it stops."""
+    events, t = [], 0.0
+    for k in range(3):
+        events += [
+            {**op(f"ProfilerStep#{k + 1}", t, host_us + 10.0), "cat": "user_annotation"},
+            launch(t + host_us, corr=k + 1),
+            kernel(FP32_GEMM, t + host_us + 5.0, kernel_us, corr=k + 1),
+        ]
+        t += host_us + 10.0
+    events.append(runtime("cudaDeviceSynchronize", t + 1.0, kernel_us))
+    return [frame("train.py(1): loop", 0.0, t + kernel_us + 5.0), *events]
+
+
+def test_a_host_bound_loop_gains_nothing_from_faster_kernels(tmp_path: Path) -> None:
+    # 410 µs of host a step, 300 µs of GPU: the last step's kernel outlasts the window, but in
+    # the loop it runs beside the next step's Python. (Ended at the window's end, the replay
+    # would have called TF32 worth 260 µs.)
+    report = analyze(write(tmp_path / "t.json", steps_launching_at_their_end(400.0, 300.0)))
+    assert [f.rule for f in report.findings if f.rule == "fp32-matmul"] == []
+
+
+def test_a_gpu_bound_loop_gains_down_to_the_hosts_pace(tmp_path: Path) -> None:
+    # 300 µs of GPU a step: a pass of the loop takes 900 µs. With TF32 (the kernels at
+    # 67/494.7 of their time: 40.6 µs) the host sets the pace: 98.5 µs before the first launch
+    # (the frame's 1.5 µs of profiler cost out), 108 before each other, 9 before the final
+    # sync, 0.5 a launch (its floor) and 2 for the sync, which outside the steps blocks nothing:
+    # 327 µs a pass.
+    report = analyze(write(tmp_path / "t.json", steps_launching_at_their_end(100.0, 300.0)))
+    (finding,) = [f for f in report.findings if f.rule == "fp32-matmul"]
+    assert finding.est_savings_ns == 900_000 - 327_000
+    assert finding.est_savings_per_step_ns == (900_000 - 327_000) // 3

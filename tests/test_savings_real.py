@@ -48,21 +48,59 @@ def test_the_replay_without_the_profiler_gives_the_unprofiled_step(program: str)
     assert 0.9 <= steps.replayed_ns / unprofiled_ns(program) <= 1.1
 
 
+TIMED = REAL / "h200" / "record-timed"
+PAIRS = json.loads((REAL / "h200" / "pairs.json").read_text())["rounds"]
+
+
+def side_ns(pair: dict, side: str) -> float:  # type: ignore[type-arg]
+    """The median of every timed region of one side of an interleaved pair, ns a step."""
+    return statistics.median(s for run in pair[side] for s in run) * 1e9
+
+
+@cache
+def timed_report(name: str) -> Report:
+    return analyze(TIMED / f"{name}.json.gz", AnalysisOptions(source_root=str(REAL)))
+
+
+# From the `brrr-trace record` traces, whose unprofiled steps calibrate the profiler's cost.
+# Not yet within a quarter (README, "Estimated savings against reality"): fused AdamW (0.30
+# against 0.39 ms a step) and the CNN's per-step .item() (0 against 10 ms, a gain its traces do
+# not show: the GPU is busy 4 ms a step).
 @pytest.mark.parametrize(
-    ("program", "fix", "rule"),
+    ("program", "fix", "rules"),
     [
-        ("use_library", "sdpa-in-library", "manual-attention"),
-        ("tiny_mlp", "cuda-graphs", "launch-overhead"),
+        ("gpt_small", "tf32", ("fp32-matmul",)),
+        ("gpt_small", "sdpa", ("manual-attention",)),
+        ("use_library", "sdpa-in-library", ("manual-attention",)),
+        ("tiny_mlp", "cuda-graphs", ("launch-overhead",)),
+        ("cnn", "dataloader-workers", ("dataloader-stall", "pageable-memcpy")),
     ],
 )
 def test_savings_per_step_within_a_quarter_of_the_measured_gain(
-    program: str, fix: str, rule: str
+    program: str, fix: str, rules: tuple[str, ...]
 ) -> None:
-    pair = next(p for p in MEASURED["pairs"] if p["program"] == program and p["fix"] == fix)
-    gain = per_step_ns(pair["before_bench"]) - per_step_ns(pair["after_bench"])
-    found = [f for f in report(program).findings if f.rule == rule]
-    estimate = sum(f.est_savings_per_step_ns or 0 for f in found)
+    pair = next(p for p in PAIRS if p["program"] == program and p["fix"] == fix)
+    gain = side_ns(pair, "before") - side_ns(pair, "after")
+    report = timed_report(program)
+    assert report.steps is not None
+    together = {r.rule: r.est_savings_ns for r in report.rule_savings}
+    estimate = (
+        sum(
+            together.get(rule, sum(f.est_savings_ns for f in report.findings if f.rule == rule))
+            for rule in rules
+        )
+        / report.steps.count
+    )
     assert 0.75 <= estimate / gain <= 1.25, (estimate, gain)
+
+
+def test_one_switch_for_every_line_is_replayed_once_not_summed() -> None:
+    report = timed_report("gpt_small")
+    found = [f for f in report.findings if f.rule == "fp32-matmul"]
+    (together,) = [r for r in report.rule_savings if r.rule == "fp32-matmul"]
+    assert together.findings == len(found) > 1
+    assert max(f.est_savings_ns for f in found) <= together.est_savings_ns
+    assert together.est_savings_ns < 0.6 * sum(f.est_savings_ns for f in found)
 
 
 def test_attention_inside_a_library_model_is_found_on_the_line_that_calls_it() -> None:
@@ -76,3 +114,12 @@ def test_a_dataloader_in_the_main_process_is_found_with_its_loading_time() -> No
     assert len(found) == 1
     # the batches take most of the step in the main process
     assert found[0].est_savings_per_step_ns > 0.5 * report("cnn").steps.replayed_ns
+
+
+def test_a_host_bound_training_step_is_one_cuda_graph_finding_over_its_lines() -> None:
+    # tiny_mlp.py's train_step: the forward and loss (108), backward (109) and optimizer step
+    # (110); only 108 launches 20 kernels or more, but the graph the program uses holds all
+    # three, and so does the finding.
+    (found,) = [f for f in timed_report("tiny_mlp").findings if f.rule == "launch-overhead"]
+    assert (found.line, found.lines) == (108, (108, 109, 110))
+    assert found.fix.startswith("Capture train_step in one CUDA graph")

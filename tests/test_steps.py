@@ -53,6 +53,22 @@ def test_a_recorded_unprofiled_step_calibrates_the_profilers_cost(tmp_path: Path
     assert abs(steps.profiler_cost_scale - 1.539) <= 0.001
 
 
+def test_a_window_timed_between_syncs_is_the_recorded_step(tmp_path: Path) -> None:
+    # The same trace; the steps' own times say 40 µs (the host running ahead of the GPU), the
+    # window between two device syncs says 120 µs over 2 steps: 60 µs a step, as above.
+    events = [frame("train.py(1): loop", 0.0, 400.0)]
+    for k, t in enumerate((0.0, 200.0)):
+        events += [step(k + 1, t), launch(t, corr=k + 1), kernel(GEMM, t + 5.0, 10.0, corr=k + 1)]
+        events += [frame("train.py(9): f", t + 10.0 + 3 * i, 2.0) for i in range(60)]
+    record = {
+        "unprofiled_step_ns": [900_000, 500_000, 40_000, 40_000],
+        "unprofiled_window": {"steps": 2, "ns": 120_000},
+    }
+    steps = analyze(write(tmp_path / "t.json", events, brrr_record=record)).steps
+    assert steps is not None and steps.recorded_unprofiled_ns == 60_000
+    assert abs(steps.profiler_cost_scale - 1.539) <= 0.001
+
+
 def test_too_few_or_bad_recorded_steps_calibrate_nothing(tmp_path: Path) -> None:
     events = [frame("train.py(1): loop", 0.0, 400.0)]
     for k, t in enumerate((0.0, 200.0)):
@@ -77,9 +93,10 @@ def test_record_traces_of_real_programs_replay_to_their_timed_step() -> None:
 
     for trace in sorted(TIMED.glob("*.json.gz")):
         with gzip.open(trace) as handle:
-            timed = json.load(handle)["brrr_record"]["unprofiled_step_ns"]
-        later = timed[len(timed) // 2 :]
-        expected = int(statistics.median(later))
+            record = json.load(handle)["brrr_record"]
+        window = record.get("unprofiled_window")
+        later = record["unprofiled_step_ns"][len(record["unprofiled_step_ns"]) // 2 :]
+        expected = window["ns"] // window["steps"] if window else int(statistics.median(later))
         steps = analyze(trace, AnalysisOptions(source_root=str(TIMED.parent.parent))).steps
         assert steps is not None and steps.recorded_unprofiled_ns == expected, trace.name
         if 0 < steps.profiler_cost_scale < 4.0:

@@ -47,6 +47,23 @@ class Fix:
     durations: dict[int, int] = field(default_factory=dict)  # GPU op row -> new duration
     own: dict[int, int] = field(default_factory=dict)  # event -> the call's new own time
 
+    @staticmethod
+    def together(what: str, fixes: list[Fix]) -> Fix:
+        """Several fixes applied at once: where two edit the same event or op, the larger
+        edit."""
+        host: dict[int, int] = {}
+        durations: dict[int, int] = {}
+        own: dict[int, int] = {}
+        for fix in fixes:
+            for e, ns in fix.host_saved.items():
+                host[e] = max(host.get(e, 0), ns)
+            for r, ns in fix.durations.items():
+                durations[r] = min(durations.get(r, ns), ns)
+            for e, ns in fix.own.items():
+                own[e] = min(own.get(e, ns), ns)
+        unblocked = frozenset().union(*(f.unblocked for f in fixes))
+        return Fix(what, host, unblocked, durations, own)
+
     def touched_ns(self, graph: StepGraph) -> int:
         """The most the fix can save: the host work, waiting and GPU time it takes away."""
         host = sum(self.host_saved.values())
@@ -87,7 +104,12 @@ class StepGraph:
     tail_gap_ns: int = 0
     tail_cost_ns: int = 0
     cost_scale: float = 1.0
+    # The trace is a window of a training loop (it has ProfilerSteps): a saving is what one more
+    # pass of the window takes in steady state, where the GPU work still queued when the host
+    # finishes overlaps the next pass's host work instead of ending the run.
+    periodic: bool = False
     _base: tuple[int, list[int], list[tuple[int, int]]] | None = None
+    _base_period: int | None = None
 
     def with_cost_scale(self, scale: float) -> StepGraph:
         """The same graph with the profiler's estimated cost multiplied by ``scale``."""
@@ -106,6 +128,23 @@ class StepGraph:
             self, work=work.tolist(), own=own.tolist(), tail=tail, cost_scale=scale, _base=None
         )
 
+    def as_loop(self, steps: list[tuple[int, int]]) -> StepGraph:
+        """The graph as one pass of a training loop whose steps are these (start, end) ranges.
+        A blocking call outside every step is no part of the loop (the profiler synchronizes
+        the device when it stops); inside the loop it would hold each next pass's host."""
+        if not steps:
+            return self
+        begins = np.asarray([a for a, _ in steps], dtype=np.int64)
+        ends = np.asarray([b for _, b in steps], dtype=np.int64)
+        at = np.asarray(self.start, dtype=np.int64)
+        k = np.searchsorted(begins, at, side="right") - 1
+        inside = (k >= 0) & (at < ends[np.maximum(k, 0)])
+        outside = [b and not i for b, i in zip(self.blocks, inside.tolist(), strict=True)]
+        blocks = [b and not o for b, o in zip(self.blocks, outside, strict=True)]
+        # Such a call's time in the trace was its waiting: as a plain call it costs little.
+        own = [CALL_NS if o else ns for ns, o in zip(self.own, outside, strict=True)]
+        return replace(self, periodic=True, blocks=blocks, own=own, _base=None, _base_period=None)
+
     def saving(self, fix: Fix) -> int:
         """ns the fix saves over the whole replay, at most what it takes away."""
         if not self.start:
@@ -113,7 +152,18 @@ class StepGraph:
         most = fix.touched_ns(self)
         if most <= 0:
             return 0
+        if self.periodic:
+            if self._base_period is None:
+                self._base_period = self._period(Fix("baseline"))
+            return max(0, min(self._base_period - self._period(fix), most))
         return max(0, min(self._baseline()[0] - self._replay(fix), most))
+
+    def _period(self, fix: Fix) -> int:
+        """How much longer two passes of the window take than one: the window's steady-state
+        time."""
+        ends: list[int] = []
+        self._replay(fix, passes=2, pass_ends=ends)
+        return ends[1] - ends[0]
 
     def _baseline(self) -> tuple[int, list[int], list[tuple[int, int]]]:
         """The replay without a fix: its end, each event's clock and each event's GPU span."""
@@ -180,6 +230,8 @@ class StepGraph:
         fix: Fix,
         clocks: list[int] | None = None,
         spans: list[tuple[int, int]] | None = None,
+        passes: int = 1,
+        pass_ends: list[int] | None = None,
     ) -> int:
         stream, latency = self.stream, self.latency
         duration = self.duration
@@ -197,7 +249,14 @@ class StepGraph:
         after = self.after
         waited_for = set(after.values())
         ends = dict(self.fixed_ends)
-        for i, ops in enumerate(self.launched):
+        n = len(self.launched)
+        for k in range(n * passes):
+            i = k % n
+            if i == 0 and k:
+                if pass_ends is not None:
+                    pass_ends.append(max(finish, queued_end, clock))
+                clocks = spans = None  # they describe the first pass
+            ops = self.launched[i]
             clock += max(0, self.work[i] - saved.get(i, 0))
             if clocks is not None:
                 clocks.append(clock)
@@ -231,7 +290,10 @@ class StepGraph:
                 clock = max(clock + CALL_NS, queued_end)
         # The host's tail after its last launch or wait (often the profiler stopping) changes
         # no launch: the replay ends with the last GPU op or the last call.
-        return max(finish, queued_end, clock)
+        end = max(finish, queued_end, clock)
+        if pass_ends is not None:
+            pass_ends.append(end)
+        return end
 
 
 def build_graph(

@@ -13,7 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from brrr_trace.analyzers.replay import StepGraph
-from brrr_trace.traces.brrr_fields import RECORD_KEY, UNPROFILED_STEPS_KEY
+from brrr_trace.traces.brrr_fields import (
+    RECORD_KEY,
+    UNPROFILED_STEPS_KEY,
+    UNPROFILED_WINDOW_KEY,
+)
 from brrr_trace.traces.model import Trace
 
 _STEP_PREFIX = "ProfilerStep#"
@@ -74,8 +78,19 @@ def recorded_unprofiled_step(trace: Trace) -> int | None:
     """The program's own step time as the recorder timed it before profiling, or None.
 
     The later half of the timed steps is used: the first ones can still be warming up, or, in a
-    GPU-bound program, run ahead of the GPU until the launch queue fills."""
+    GPU-bound program, run ahead of the GPU until the launch queue fills. Where the recorder
+    timed that half as one window between device synchronizations, the window's mean."""
     record = trace.metadata.get(RECORD_KEY)
+    window = record.get(UNPROFILED_WINDOW_KEY) if isinstance(record, dict) else None
+    if isinstance(window, dict):
+        steps, ns = window.get("steps"), window.get("ns")
+        if (
+            isinstance(steps, int)
+            and isinstance(ns, int)
+            and 0 < steps <= 10**6
+            and 0 < ns < 10**15
+        ):
+            return ns // steps
     timed = record.get(UNPROFILED_STEPS_KEY) if isinstance(record, dict) else None
     if not isinstance(timed, list):
         return None

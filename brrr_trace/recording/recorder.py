@@ -24,7 +24,11 @@ from brrr_trace.recording import function_mode, optimizer_steps
 from brrr_trace.recording.export import export, recording_info
 from brrr_trace.recording.hidden_frames import HiddenFrames
 from brrr_trace.recording.notices import warn
-from brrr_trace.traces.brrr_fields import RECORD_KEY, UNPROFILED_STEPS_KEY
+from brrr_trace.traces.brrr_fields import (
+    RECORD_KEY,
+    UNPROFILED_STEPS_KEY,
+    UNPROFILED_WINDOW_KEY,
+)
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -173,6 +177,8 @@ class Recorder:
         if not self._running or self.steps is None or self.written:
             return
         if self.steps_seen < self.wait:
+            if self.steps_seen in (self._window_from(), self.wait - 1):
+                _synchronize()  # the timed window's edges: the GPU's work counted, not queued
             self._wait_step_ends.append(time.perf_counter_ns())
         self.steps_seen += 1
         with _quiet_profiler():
@@ -194,6 +200,12 @@ class Recorder:
             info = recording_info(self.exact_ops)
             ends = self._wait_step_ends
             info[UNPROFILED_STEPS_KEY] = [b - a for a, b in itertools.pairwise(ends)]
+            first = self._window_from()
+            if len(ends) == self.wait and first < self.wait - 1:
+                info[UNPROFILED_WINDOW_KEY] = {
+                    "steps": self.wait - 1 - first,
+                    "ns": ends[-1] - ends[first],
+                }
             prof.add_metadata_json(RECORD_KEY, json.dumps(info))
             prof.add_metadata_json("torch_version", json.dumps(info["torch_version"]))
             self._metadata_added = True
@@ -208,6 +220,10 @@ class Recorder:
                 self._mode.__enter__()
                 self._mode_pushed = True
             self._mode.active = recording and not self.written
+
+    def _window_from(self) -> int:
+        """The wait step whose end starts the timed window: the later half of the wait."""
+        return self.wait // 2
 
     def _steps_in_window(self, prof: Any) -> int:
         return max(0, prof.step_num - self.wait - 1)
@@ -270,3 +286,11 @@ def _is_recording(prof: Any) -> bool:
     from torch.profiler import ProfilerAction
 
     return prof.current_action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+
+
+def _synchronize() -> None:
+    """Wait for the GPU's queued work, where torch has started CUDA."""
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()

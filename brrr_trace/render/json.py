@@ -107,6 +107,17 @@ def to_dict(report: Report) -> dict[str, Any]:
         "unmapped_files": list(report.unmapped_files),
         "steps": _steps(report),
         "collectives": [_collective(c) for c in report.collectives],
+        "rule_savings": [
+            {
+                "rule": r.rule,
+                "findings": r.findings,
+                "est_savings_us": _us(r.est_savings_ns),
+                "est_savings_per_step_us": (
+                    None if r.est_savings_per_step_ns is None else _us(r.est_savings_per_step_ns)
+                ),
+            }
+            for r in report.rule_savings
+        ],
         "runs": [
             {
                 "index": r.index,

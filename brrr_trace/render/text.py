@@ -220,6 +220,17 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
                 f"{_markup(finding.message)}. "
                 f"Fix: {_markup(finding.fix)}"
             )
+        for together in report.rule_savings:
+            per_step = (
+                f" ({units.duration(together.est_savings_per_step_ns)} a step)"
+                if together.est_savings_per_step_ns is not None
+                else ""
+            )
+            console.print(
+                f"  all {together.findings} [bold]{_markup(together.rule)}[/] findings fixed "
+                f"together save ~{units.duration(together.est_savings_ns)}{per_step} (replayed "
+                "as one fix, not summed)"
+            )
     for problem in report.problems:
         console.print(
             f"[yellow]Problem[/] {_markup(problem.kind)} ({problem.count}): "

@@ -21,3 +21,7 @@ RECORD_FORMAT_VERSION = 1
 # In ``brrr_record``: the wall time of each step run unprofiled before the recording began (the
 # wait steps, from the second on), in ns.
 UNPROFILED_STEPS_KEY = "unprofiled_step_ns"
+# In ``brrr_record``: the later half of those steps timed as one window between two device
+# synchronizations, ``{"steps": N, "ns": T}``. A step's own wall time is the host's when the
+# host runs ahead of the GPU (no sync inside a step); the window is the program's real pace.
+UNPROFILED_WINDOW_KEY = "unprofiled_window"

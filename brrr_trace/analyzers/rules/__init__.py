@@ -9,7 +9,9 @@ never change meaning. Thresholds live in ``AnalysisOptions``.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
+from brrr_trace.analyzers.replay import Fix
 from brrr_trace.analyzers.rules.context import RawFinding, Rule, RuleContext
 from brrr_trace.analyzers.rules.cpu_to_device import cpu_to_device
 from brrr_trace.analyzers.rules.dataloader_stall import dataloader_stall
@@ -24,7 +26,7 @@ from brrr_trace.analyzers.rules.small_grid import small_grid
 from brrr_trace.analyzers.rules.unfused_elementwise import unfused_elementwise
 from brrr_trace.analyzers.rules.unfused_optimizer import unfused_optimizer
 
-__all__ = ["RULES", "RawFinding", "RuleContext", "find", "rule_docs"]
+__all__ = ["RULES", "RawFinding", "RuleContext", "find", "rule_docs", "savings_by_rule"]
 
 # A specific diagnosis explains a line's overhead better than the generic one; both would count
 # the same idle time twice.
@@ -36,13 +38,29 @@ _SUPERSEDES = {
 
 def find(ctx: RuleContext) -> list[RawFinding]:
     """All findings, largest estimated saving first."""
-    found = [finding for rule in RULES for finding in rule(ctx)]
+    found = []
+    for rule in RULES:
+        for finding in rule(ctx):
+            # A rule replays a finding's fix just before it yields the finding.
+            found.append(replace(finding, replayed=finding.replayed or ctx.last_fix))
+            ctx.last_fix = None
     hidden = {
         (f.line_id, generic) for f in found for generic in _SUPERSEDES.get(f.rule, frozenset())
     }
     found = [f for f in found if (f.line_id, f.rule) not in hidden]
     found.sort(key=lambda f: -f.est_savings_ns)
     return found
+
+
+def savings_by_rule(ctx: RuleContext, found: list[RawFinding]) -> dict[str, int]:
+    """Per rule with several replayed findings, the saving when all of them are fixed at once
+    (one switch such as TF32 fixes every line): replayed together, not summed, since near the
+    point where the host and the GPU take equally long the separate savings overlap."""
+    fixes: dict[str, list[Fix]] = {}
+    for f in found:
+        if f.replayed is not None and f.est_savings_ns > 0:
+            fixes.setdefault(f.rule, []).append(f.replayed)
+    return {rule: ctx.together(group) for rule, group in fixes.items() if len(group) > 1}
 
 
 RULES: tuple[Rule, ...] = (

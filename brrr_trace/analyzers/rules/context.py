@@ -12,7 +12,7 @@ from brrr_trace.analyzers.collectives import Collectives
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.regimes import LineCost, OpClasses
 from brrr_trace.analyzers.replay import Fix, StepGraph, build_graph
-from brrr_trace.analyzers.steps import calibrated
+from brrr_trace.analyzers.steps import calibrated, profiler_steps
 from brrr_trace.analyzers.timeline import Timeline
 from brrr_trace.hardware.peaks import GpuPeak
 from brrr_trace.options import AnalysisOptions
@@ -29,6 +29,7 @@ class RawFinding:
     fix: str
     evidence: dict[str, float | int | str] = field(default_factory=dict)
     covers: tuple[int, ...] = ()  # every line id the finding spans; () means line_id alone
+    replayed: Fix | None = field(default=None, compare=False)  # the fix its saving replayed
 
 
 @dataclass
@@ -46,6 +47,7 @@ class RuleContext:
     collectives: Collectives = field(default_factory=lambda: Collectives((), (), ()))
     _rows: dict[int, np.ndarray] = field(default_factory=dict)
     _graph: StepGraph | None = None
+    last_fix: Fix | None = None  # the fix ``replayed`` was last asked for
 
     def __post_init__(self) -> None:
         placed = np.flatnonzero(self.ops.line != NONE)
@@ -60,21 +62,25 @@ class RuleContext:
     def graph(self) -> StepGraph:
         """The trace as a replayable graph, built on first use (docs/architecture.md §7)."""
         if self._graph is None:
-            self._graph = calibrated(
-                build_graph(
-                    self.trace, self.ops, self.locator, self.timeline.blocking_rows, self.options
-                ),
-                self.trace,
+            graph = build_graph(
+                self.trace, self.ops, self.locator, self.timeline.blocking_rows, self.options
             )
+            self._graph = calibrated(graph.as_loop(profiler_steps(self.trace)), self.trace)
         return self._graph
 
     def replayed(self, fix: Fix) -> tuple[int, dict[str, float | int | str]]:
         """The saving of a fix by replay, and the evidence that says which fix it was. A fix
         that takes away less than a finding needs is not replayed: it cannot save more."""
         evidence: dict[str, float | int | str] = {"replayed": fix.what}
+        self.last_fix = fix
         if not self.worth_it(fix.touched_ns(self.graph)):
             return 0, evidence
         return self.graph.saving(fix), evidence
+
+    def together(self, fixes: list[Fix]) -> int:
+        """The saving of several fixes applied at once, replayed as one."""
+        fix = Fix.together("together", fixes)
+        return self.graph.saving(fix) if self.worth_it(fix.touched_ns(self.graph)) else 0
 
     def rows(self, line_id: int) -> np.ndarray:
         return self._rows.get(line_id, np.zeros(0, dtype=np.int64))

@@ -2,7 +2,8 @@
 library's model).
 
 Why it costs: the score matrix goes through HBM several times. The saving: the replay with the
-span as one fused kernel at half the tensor-core peak.
+span as one fused kernel at half the peak of the matmuls' precision (tensor cores for 16-bit
+and TF32, CUDA cores for FP32).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 
 from brrr_trace.analyzers.frames import is_user_file, parse_frame
 from brrr_trace.analyzers.intervals import NONE, Innermost
+from brrr_trace.analyzers.kernels import is_tf32_kernel, kernel_dtype
 from brrr_trace.analyzers.regimes import LineCost
 from brrr_trace.analyzers.replay import Fix
 from brrr_trace.analyzers.rules.context import RawFinding, RuleContext
@@ -49,7 +51,7 @@ def manual_attention(ctx: RuleContext) -> Iterator[RawFinding]:
         span = [k for k in ordered if first[before[-1]] <= first[k] <= first[after[0]]]
         spent = sum(ctx.by_id[k].gpu_ns for k in span)
         flops = sum(ctx.by_id[k].flops or 0 for k in (before[-1], after[0]))
-        peak = ctx.peak.tensor_tflops.bf16 if ctx.peak else None
+        peak = _fused_peak(ctx, [*ctx.rows(before[-1]).tolist(), *ctx.rows(after[0]).tolist()])
         ideal = flops / (0.5 * peak * 1e12) * 1e9 if peak and flops else spent * 0.5
         if not ctx.worth_it(spent - ideal):
             continue
@@ -122,11 +124,11 @@ def library_attention(ctx: RuleContext) -> Iterator[RawFinding]:
             line = int(ctx.ops.line[span[0]]) if span else NONE
             if line != NONE:
                 per_line.setdefault(line, []).extend(span)
-    peak = ctx.peak.tensor_tflops.bf16 if ctx.peak else None
     for line_id, members in per_line.items():
         kernels = np.asarray(members)
         spent = int(ctx.duration(kernels).sum())
         gemms = kernels[[ctx.kind(r) is KernelKind.GEMM for r in members]]
+        peak = _fused_peak(ctx, gemms.tolist())
         flops = float(np.nansum(ctx.classes.flops[gemms]))
         ideal = flops / (0.5 * peak * 1e12) * 1e9 if peak and flops else spent * 0.5
         if not ctx.worth_it(spent - ideal):
@@ -166,3 +168,17 @@ def _score_span(ctx: RuleContext, rows: list[int], gemms_each_side: int) -> list
     first = before[-min(gemms_each_side, len(before))]
     last = after[min(gemms_each_side, len(after)) - 1]
     return rows[first : last + 1]
+
+
+def _fused_peak(ctx: RuleContext, gemm_rows: list[int]) -> float | None:
+    """The TFLOP/s a fused kernel of these matmuls' precision can reach: FP32 matmuls that run
+    on CUDA cores stay there in the fused kernel (PyTorch's memory-efficient attention in
+    FP32), TF32 ones use TF32 tensor cores, 16-bit ones the BF16/FP16 tensor cores."""
+    if ctx.peak is None:
+        return None
+    names = [ctx.name(r) for r in gemm_rows if ctx.kind(r) is KernelKind.GEMM]
+    if names and all(kernel_dtype(n) == "fp32" for n in names):
+        if any(is_tf32_kernel(n) for n in names):
+            return ctx.peak.tensor_tflops.tf32 or ctx.peak.tensor_tflops.bf16
+        return ctx.peak.simt_tflops.fp32 or ctx.peak.tensor_tflops.bf16
+    return ctx.peak.tensor_tflops.bf16

@@ -1,7 +1,9 @@
 """unfused-elementwise: memory-bound pointwise kernels one after another from one function.
 
-Why it costs: each reads and writes its whole tensor. The saving: the replay with each run as
-one kernel moving the bytes of its cheapest kernel.
+Why it costs: each reads and writes its whole tensor, and each is a launch of its own. The
+saving: the replay with each run as one kernel moving the bytes of its cheapest kernel, launched
+once (the host work before the other kernels' launches taken away, as compiling the function
+does).
 """
 
 from __future__ import annotations
@@ -75,12 +77,29 @@ def unfused_elementwise(ctx: RuleContext) -> Iterator[RawFinding]:
         if not ctx.worth_it(sum(s for _, s in found)):
             continue
         durations: dict[int, int] = {}
+        gone: list[int] = []
         for run, cut in found:
             # One fused kernel per run, at its first kernel's place in the queue.
             total = int(ctx.duration(np.asarray(run)).sum())
             durations.update({r: 0 for r in run[1:]})
             durations[run[0]] = max(1, total - int(cut))
-        saving, evidence = ctx.replayed(Fix("each run fused into one kernel", durations=durations))
+            gone.extend(run[1:])
+        # One launch per run as well: the host work before the other kernels' launches goes
+        # (a compiled function runs no Python per op), unless such a launch also put a kept
+        # kernel on the queue.
+        kept_rows = {run[0] for run, _ in found}
+        events = [
+            e
+            for e in ctx.graph.events_launching(np.asarray(gone, dtype=np.int64))
+            if e and not kept_rows.intersection(ctx.graph.launched[e])
+        ]
+        fix = Fix(
+            "each run fused into one kernel",
+            host_saved={e: ctx.graph.work[e] for e in events},
+            durations=durations,
+            own={e: 0 for e in events},
+        )
+        saving, evidence = ctx.replayed(fix)
         if not ctx.worth_it(saving):
             continue
         rows = np.asarray([r for run, _ in found for r in run])

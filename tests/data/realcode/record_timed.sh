@@ -9,8 +9,8 @@ cd "$(dirname "$0")"
 site="$(python -c 'import record_real, pathlib; print(record_real.install_library(pathlib.Path("'"$out"'/../work-timed")))')"
 export PYTHONPATH="$(realpath ../../..):$site:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
 while read -r name script args; do
-  timeout 120 python -m brrr_trace record -o "$out/$name.json.gz" --wait 7 --steps 2 -- \
-    "$script" --device cuda --steps 10 $args > "$out/$name.log" 2>&1 || echo "$name failed"
+  timeout 120 python -m brrr_trace record -o "$out/$name.json.gz" --wait "${WAIT:-7}" --steps 2 -- \
+    "$script" --device cuda --steps "$(( ${WAIT:-7} + 3 ))" $args > "$out/$name.log" 2>&1 || echo "$name failed"
   python -c "import gzip,json,sys; print(sys.argv[1], json.load(gzip.open(sys.argv[2]))['brrr_record'].get('unprofiled_step_ns'))" "$name" "$out/$name.json.gz"
 done <<'LIST'
 gpt_small gpt.py --size small
