@@ -1,0 +1,63 @@
+"""pygls' own answer to ``initialize``, computed by the real server (every handler registered),
+in this process: what ``brrr_trace/server/initialize_result.json`` must match.
+
+``python tests/server/initialize_answer.py`` rewrites that file from it (after a handler or a
+command is added, or pygls changes); ``test_server_handshake.py`` fails until it matches.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pygls_answer(capabilities: dict[str, Any], msg_id: int | str = 1) -> dict[str, Any]:
+    """The message pygls writes in answer to ``initialize`` from a client with these
+    capabilities (no trace is loaded: ``initialized`` never comes)."""
+    from brrr_trace.server.app import create_server
+
+    server = create_server()
+    written: list[bytes] = []
+
+    class Capture:
+        def write(self, data: bytes) -> None:
+            written.append(data)
+
+        def close(self) -> None:
+            pass
+
+    server.protocol.set_writer(Capture())
+    request = {
+        "jsonrpc": "2.0",
+        "id": msg_id,
+        "method": "initialize",
+        "params": {"processId": None, "rootUri": ROOT.as_uri(), "capabilities": capabilities},
+    }
+    try:
+        message = json.loads(json.dumps(request), object_hook=server.protocol.structure_message)
+        server.protocol.handle_message(message)
+    finally:
+        logging.getLogger("brrr_trace").removeHandler(server.client_log)
+    (frame,) = written
+    answer: dict[str, Any] = json.loads(frame.partition(b"\r\n\r\n")[2])
+    return answer
+
+
+def main() -> int:
+    from brrr_trace.server.handshake import RESULT_FILE
+
+    result = pygls_answer({})["result"]
+    del result["serverInfo"]["version"]  # brrr_trace.__version__, filled in when answering
+    RESULT_FILE.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {RESULT_FILE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    raise SystemExit(main())
