@@ -2,8 +2,8 @@
 
 pygls reads a frame as header lines, then ``read(Content-Length)`` bytes in one call; a header
 that says ``Content-Length: 100000000000`` would allocate 100 GB and kill the server. Here a
-line is at most ``MAX_LINE_BYTES`` bytes (a longer one comes in pieces, which match no header), and a
-body over ``MAX_MESSAGE_BYTES`` is not read: the reader hands pygls a placeholder notification
+line is at most ``MAX_LINE_BYTES`` bytes (a longer one comes in pieces, which match no header),
+and a body over ``MAX_MESSAGE_BYTES`` is not read: the reader hands pygls a placeholder notification
 instead (``SKIPPED_MESSAGE``, handled by doing nothing) and pygls goes on reading lines, which
 it ignores until the next ``Content-Length`` header, so the server stays alive and in step.
 """

@@ -40,6 +40,7 @@ _MAX_BODY = 1 << 20  # editors send a few kB; a larger one is pygls' to read
 # these, else UTF-16.
 _ENCODINGS = ("utf-8", "utf-16", "utf-32")
 _TRACE_VALUES = ("off", "messages", "verbose")
+_WILL_SAVE = ("willSave", "willSaveWaitUntil")
 
 
 class BackgroundImports:
@@ -97,9 +98,14 @@ def read_first_frame(stream: BinaryIO) -> FirstFrame:
 
 
 def initialize_result(client_capabilities: dict[str, Any]) -> dict[str, Any]:
-    """pygls' ``InitializeResult`` for a client with these capabilities."""
+    """pygls' ``InitializeResult`` for a client with these capabilities: the file's, with the
+    two parts pygls derives from them."""
     result: dict[str, Any] = json.loads(RESULT_FILE.read_text(encoding="utf-8"))
-    result["capabilities"]["positionEncoding"] = position_encoding(client_capabilities)
+    capabilities = result["capabilities"]
+    capabilities["positionEncoding"] = position_encoding(client_capabilities)
+    capabilities["textDocumentSync"] = _with_will_save(
+        capabilities["textDocumentSync"], _synchronization(client_capabilities)
+    )
     result["serverInfo"]["version"] = __version__
     return result
 
@@ -110,6 +116,22 @@ def position_encoding(client_capabilities: dict[str, Any]) -> str:
         if encoding in _ENCODINGS:
             return str(encoding)
     return "utf-16"
+
+
+def _synchronization(client_capabilities: dict[str, Any]) -> dict[str, Any]:
+    return (client_capabilities.get("textDocument") or {}).get("synchronization") or {}
+
+
+def _with_will_save(sync: dict[str, Any], client_sync: dict[str, Any]) -> dict[str, Any]:
+    """pygls says ``willSave`` (``willSaveWaitUntil``) is false whenever the client says
+    anything of it (its ``client value and server has the feature``); brrr-trace has neither."""
+    said = {key: False for key in _WILL_SAVE if client_sync.get(key) is not None}
+    if not said:
+        return sync
+    # pygls' order of the fields: before ``save``
+    before = {k: v for k, v in sync.items() if k != "save"}
+    after = {k: v for k, v in sync.items() if k == "save"}
+    return {**before, **said, **after}
 
 
 def early_answer(body: bytes) -> dict[str, Any] | None:
@@ -157,8 +179,11 @@ def _is_initialize(message: dict[str, Any]) -> bool:
     ):
         return False
     assert isinstance(params, dict)
-    general = params["capabilities"].get("general")
+    capabilities = params["capabilities"]
+    general = capabilities.get("general")
     encodings = general.get("positionEncodings") if isinstance(general, dict) else None
+    document = capabilities.get("textDocument")
+    sync = document.get("synchronization") if isinstance(document, dict) else None
     folders = params.get("workspaceFolders")
     client = params.get("clientInfo")
     return (
@@ -167,6 +192,9 @@ def _is_initialize(message: dict[str, Any]) -> bool:
         and params.get("trace") in (None, *_TRACE_VALUES)
         and (params.get("workDoneToken") is None or _is_id(params["workDoneToken"]))
         and (general is None or isinstance(general, dict))
+        and (document is None or isinstance(document, dict))
+        and (sync is None or isinstance(sync, dict))
+        and (sync is None or all(_bool_or_none(sync.get(key)) for key in _WILL_SAVE))
         and (encodings is None or (isinstance(encodings, list) and all(map(_is_str, encodings))))
         and (folders is None or (isinstance(folders, list) and all(map(_is_folder, folders))))
         and (
@@ -182,6 +210,10 @@ def _is_initialize(message: dict[str, Any]) -> bool:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _bool_or_none(value: Any) -> bool:
+    return value is None or isinstance(value, bool)
 
 
 def _is_str(value: Any) -> bool:
@@ -284,19 +316,23 @@ class WithoutSecondAnswer:
         if answer == self._sent:
             log.debug("pygls' answer to initialize is the one sent early")
             return
-        sent = self._sent.get("result") or {}
-        got = answer.get("result") or {}
-        keys = sorted(
-            key
-            for part in ("capabilities", "serverInfo")
-            for key in {*sent.get(part, {}), *(got.get(part) or {})}
-            if sent.get(part, {}).get(key) != (got.get(part) or {}).get(key)
-        )
         log.warning(
             "the early answer to initialize differs from pygls' own (%s); brrr-trace's "
             "initialize_result.json is out of date, please report it",
-            ", ".join(keys) or ("an error" if "error" in answer else "the message"),
+            _difference(self._sent.get("result"), answer.get("result"))
+            or ("an error" if "error" in answer else "the message"),
         )
+
+
+def _difference(sent: Any, got: Any) -> str:
+    """The fields of the capabilities and server info that differ, by name."""
+    if not isinstance(sent, dict) or not isinstance(got, dict):
+        return ""
+    names = set()
+    for part in ("capabilities", "serverInfo"):
+        ours, theirs = sent.get(part) or {}, got.get(part) or {}
+        names |= {key for key in {*ours, *theirs} if ours.get(key) != theirs.get(key)}
+    return ", ".join(sorted(names))
 
 
 def answer_initialize(stdin: BinaryIO, stdout: BinaryIO) -> tuple[ReplayedInput, Output]:

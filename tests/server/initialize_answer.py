@@ -16,9 +16,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def pygls_answer(capabilities: dict[str, Any], msg_id: int | str = 1) -> dict[str, Any]:
-    """The message pygls writes in answer to ``initialize`` from a client with these
-    capabilities (no trace is loaded: ``initialized`` never comes)."""
+def pygls_frame(request: dict[str, Any]) -> bytes:
+    """What pygls writes in answer to this ``initialize`` request, header and body (no trace
+    is loaded: ``initialized`` never comes)."""
     from brrr_trace.server.app import create_server
 
     server = create_server()
@@ -32,26 +32,33 @@ def pygls_answer(capabilities: dict[str, Any], msg_id: int | str = 1) -> dict[st
             pass
 
     server.protocol.set_writer(Capture())
-    request = {
-        "jsonrpc": "2.0",
-        "id": msg_id,
-        "method": "initialize",
-        "params": {"processId": None, "rootUri": ROOT.as_uri(), "capabilities": capabilities},
-    }
     try:
         message = json.loads(json.dumps(request), object_hook=server.protocol.structure_message)
         server.protocol.handle_message(message)
     finally:
         logging.getLogger("brrr_trace").removeHandler(server.client_log)
     (frame,) = written
-    answer: dict[str, Any] = json.loads(frame.partition(b"\r\n\r\n")[2])
+    return frame
+
+
+def pygls_answer(request: dict[str, Any]) -> dict[str, Any]:
+    answer: dict[str, Any] = json.loads(pygls_frame(request).partition(b"\r\n\r\n")[2])
     return answer
+
+
+def initialize_request(capabilities: Any = None, msg_id: Any = 1, **params: Any) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": msg_id,
+        "method": "initialize",
+        "params": {"processId": None, "capabilities": capabilities or {}, **params},
+    }
 
 
 def main() -> int:
     from brrr_trace.server.handshake import RESULT_FILE
 
-    result = pygls_answer({})["result"]
+    result = pygls_answer(initialize_request(rootUri=ROOT.as_uri()))["result"]
     del result["serverInfo"]["version"]  # brrr_trace.__version__, filled in when answering
     RESULT_FILE.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {RESULT_FILE.relative_to(ROOT)}")
