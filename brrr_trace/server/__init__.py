@@ -61,9 +61,12 @@ def serve(
     from brrr_trace.server.handshake import BackgroundImports, answer_initialize
 
     # pygls takes about a second to import: ``initialize`` is answered meanwhile.
-    imports = BackgroundImports(["brrr_trace.server.app"])
-    stdin, stdout = answer_initialize(sys.stdin.buffer, lsp_out)
-    imports.wait()
+    try:
+        imports = BackgroundImports(["brrr_trace.server.app"])
+        stdin, stdout = answer_initialize(sys.stdin.buffer, lsp_out)
+        imports.wait()
+    except KeyboardInterrupt:  # quietly, as pygls ends on one
+        return 0
     server = _create(analyze)
     server.start_io(BoundedInput(stdin), stdout)  # type: ignore[arg-type]
     return server.exit_code

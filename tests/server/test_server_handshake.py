@@ -14,6 +14,7 @@ import itertools
 import json
 import logging
 import os
+import signal
 import sys
 import threading
 import time
@@ -423,6 +424,20 @@ def test_exit_without_shutdown_after_the_early_answer_is_code_1(
         client.send({"method": "exit"})
         gate.touch()
         assert client.process.wait(TIMEOUT_S) == 1
+    finally:
+        if client.process.poll() is None:
+            client.process.kill()
+    assert "Traceback" not in client.stderr.decode()
+
+
+def test_ctrl_c_before_the_first_message_ends_the_server_quietly(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    client, _ = gated(workspace, tmp_path)
+    try:
+        wait_until(lambda: b"pygls import waits" in client.stderr)  # waiting for a message
+        client.process.send_signal(signal.SIGINT)
+        assert client.process.wait(TIMEOUT_S) == 0  # as once pygls runs
     finally:
         if client.process.poll() is None:
             client.process.kill()
