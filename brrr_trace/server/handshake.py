@@ -34,7 +34,7 @@ RESULT_FILE = Path(__file__).with_name("initialize_result.json")
 # pygls' own header pattern (pygls/io_.py): a header it would not match is left to it.
 _CONTENT_LENGTH = re.compile(rb"^Content-Length: (\d+)\r\n$")
 _HEADER = b"Content-Length: %d\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
-_MAX_HEADER_LINES = 8
+_MAX_HEADER_LINES = 8  # clients send one or two
 _MAX_BODY = 1 << 20  # editors send a few kB; a larger one is pygls' to read
 # pygls' choice (ServerCapabilitiesBuilder.choose_position_encoding): the client's first of
 # these, else UTF-16.
@@ -111,6 +111,7 @@ def initialize_result(client_capabilities: dict[str, Any]) -> dict[str, Any]:
 
 
 def position_encoding(client_capabilities: dict[str, Any]) -> str:
+    """The encoding of positions pygls picks for a client with these capabilities."""
     general = client_capabilities.get("general") or {}
     for encoding in general.get("positionEncodings") or ():
         if encoding in _ENCODINGS:
@@ -287,9 +288,9 @@ class WithoutSecondAnswer:
         self._waiting = True
 
     def write(self, data: bytes) -> int:
-        if self._waiting and self._is_the_answer(data):
+        if self._waiting and (answer := self._answer_to_initialize(data)) is not None:
             self._waiting = False
-            self._compare(json.loads(data.partition(b"\r\n\r\n")[2]))
+            self._compare(answer)
             return len(data)
         return self._stream.write(data)
 
@@ -299,18 +300,20 @@ class WithoutSecondAnswer:
     def close(self) -> None:
         self._stream.close()
 
-    def _is_the_answer(self, data: bytes) -> bool:
+    def _answer_to_initialize(self, data: bytes) -> dict[str, Any] | None:
         try:
             message = json.loads(data.partition(b"\r\n\r\n")[2])
         except ValueError:
-            return False
+            return None
         sent_id = self._sent["id"]
-        return (
+        if (
             isinstance(message, dict)
             and "method" not in message
-            and type(message.get("id")) is type(sent_id)
+            and type(message.get("id")) is type(sent_id)  # 1 is not "1" (nor True)
             and message.get("id") == sent_id
-        )
+        ):
+            return message
+        return None
 
     def _compare(self, answer: dict[str, Any]) -> None:
         if answer == self._sent:

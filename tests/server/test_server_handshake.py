@@ -50,9 +50,6 @@ def framed(message: dict[str, Any]) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(data) + data
 
 
-initialize = initialize_request
-
-
 # --- the answer is pygls' own ----------------------------------------------------------------
 
 CAPABILITIES = {
@@ -74,20 +71,20 @@ def test_the_recorded_clients_are_there() -> None:
 
 @pytest.mark.parametrize("name", sorted(CAPABILITIES))
 def test_the_early_answer_is_the_one_pygls_gives(name: str) -> None:
-    request = initialize(CAPABILITIES[name])
+    request = initialize_request(CAPABILITIES[name])
     answer = early_answer(body(request))
     assert answer == pygls_answer(request)
     assert answer is not None and frame(answer) == pygls_frame(request)  # byte for byte
 
 
 def test_the_early_answer_keeps_the_request_id() -> None:
-    request = initialize(msg_id="a7")
+    request = initialize_request(msg_id="a7")
     assert early_answer(body(request)) == pygls_answer(request)
     assert pygls_answer(request)["id"] == "a7"
 
 
 ACCEPTED = {
-    "every field": initialize(
+    "every field": initialize_request(
         {"general": {"positionEncodings": ["utf-8"]}},
         processId=42,
         rootUri="file:///w",
@@ -99,7 +96,7 @@ ACCEPTED = {
         workspaceFolders=[{"uri": "file:///w", "name": "w"}],
         initializationOptions={"brrr-trace": {"threshold": 0.5}},
     ),
-    "no processId": {**initialize(), "params": {"capabilities": {}}},
+    "no processId": {**initialize_request(), "params": {"capabilities": {}}},
 }
 
 
@@ -113,25 +110,27 @@ def test_pygls_reads_what_is_answered_early(name: str) -> None:
 
 REFUSED = {
     "a hover": {"jsonrpc": "2.0", "id": 1, "method": "textDocument/hover", "params": {}},
-    "a notification": {k: v for k, v in initialize().items() if k != "id"},
-    "an id true": initialize(msg_id=True),
-    "an id null": initialize(msg_id=None),
-    "an id 1.5": initialize(msg_id=1.5),
-    "jsonrpc 1.0": {**initialize(), "jsonrpc": "1.0"},
-    "no capabilities": {**initialize(), "params": {"processId": None}},
-    "capabilities a list": initialize(capabilities=[1]),
-    "params a list": {**initialize(), "params": []},
-    "processId a string": initialize(processId="1"),
-    "rootUri a number": initialize(rootUri=5),
-    "trace unknown": initialize(trace="loud"),
-    "encodings a string": initialize({"general": {"positionEncodings": "utf-8"}}),
-    "general a list": initialize({"general": []}),
-    "willSave a string": initialize({"textDocument": {"synchronization": {"willSave": "y"}}}),
-    "textDocument a list": initialize({"textDocument": []}),
-    "folders without name": initialize(workspaceFolders=[{"uri": "file:///w"}]),
-    "clientInfo without name": initialize(clientInfo={"version": "1"}),
-    "a nested jsonrpc object": initialize(initializationOptions={"jsonrpc": "2.0"}),
-    "an error": {**initialize(), "error": {"code": 1, "message": "x"}},
+    "a notification": {k: v for k, v in initialize_request().items() if k != "id"},
+    "an id true": initialize_request(msg_id=True),
+    "an id null": initialize_request(msg_id=None),
+    "an id 1.5": initialize_request(msg_id=1.5),
+    "jsonrpc 1.0": {**initialize_request(), "jsonrpc": "1.0"},
+    "no capabilities": {**initialize_request(), "params": {"processId": None}},
+    "capabilities a list": initialize_request(capabilities=[1]),
+    "params a list": {**initialize_request(), "params": []},
+    "processId a string": initialize_request(processId="1"),
+    "rootUri a number": initialize_request(rootUri=5),
+    "trace unknown": initialize_request(trace="loud"),
+    "encodings a string": initialize_request({"general": {"positionEncodings": "utf-8"}}),
+    "general a list": initialize_request({"general": []}),
+    "willSave a string": initialize_request(
+        {"textDocument": {"synchronization": {"willSave": "y"}}}
+    ),
+    "textDocument a list": initialize_request({"textDocument": []}),
+    "folders without name": initialize_request(workspaceFolders=[{"uri": "file:///w"}]),
+    "clientInfo without name": initialize_request(clientInfo={"version": "1"}),
+    "a nested jsonrpc object": initialize_request(initializationOptions={"jsonrpc": "2.0"}),
+    "an error": {**initialize_request(), "error": {"code": 1, "message": "x"}},
 }
 
 
@@ -168,13 +167,13 @@ def pygls_reads(stream: Any) -> list[Any]:
 
 
 HOVER = {"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover", "params": {}}
-INIT = framed(initialize())
+INIT = framed(initialize_request())
 STREAMS = {
     "initialize, hover": INIT + framed(HOVER),
     "with a Content-Type": (
         b"Content-Length: %d\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
-        % len(body(initialize()))
-        + body(initialize())
+        % len(body(initialize_request()))
+        + body(initialize_request())
         + framed(HOVER)
     ),
     "hover first": framed(HOVER) + INIT,
@@ -184,7 +183,7 @@ STREAMS = {
     "many junk lines first": b"junk\r\n" * 20 + INIT + framed(HOVER),
     "a huge Content-Length": b"Content-Length: 100000000000\r\n\r\n{}\r\n" + INIT,
     "Content-Length 0": b"Content-Length: 0\r\n\r\n" + INIT,
-    "a 2 MB body": framed({**initialize(), "pad": "x" * (2 << 20)}) + framed(HOVER),
+    "a 2 MB body": framed({**initialize_request(), "pad": "x" * (2 << 20)}) + framed(HOVER),
     "not JSON": b"Content-Length: 5\r\n\r\n{bad}" + INIT,
     "cut short": INIT[:-10],
     "headers only": INIT[: INIT.index(b"\r\n\r\n")],
@@ -211,13 +210,13 @@ def test_pygls_reads_the_same_messages_after_the_first_was_read(name: str) -> No
     assert pygls_reads(replayed) == pygls_reads(io.BytesIO(data))
     answered = parse_frames(out.getvalue())
     assert bool(answered) == (name in ANSWERED_EARLY)
-    assert answered == [pygls_answer(initialize())] * len(answered)
+    assert answered == [pygls_answer(initialize_request())] * len(answered)
 
 
 def test_the_first_frame_is_read_as_pygls_reads_it() -> None:
     stream = io.BytesIO(INIT + framed(HOVER))
     first = read_first_frame(stream)
-    assert first.raw == INIT and first.body == body(initialize())
+    assert first.raw == INIT and first.body == body(initialize_request())
     assert stream.read() == framed(HOVER)  # nothing read past it
     huge = io.BytesIO(b"Content-Length: 100000000000\r\n\r\n{}")
     assert read_first_frame(huge) == read_first_frame(io.BytesIO(huge.getvalue()[:-2]))
@@ -250,15 +249,15 @@ def test_an_initialize_in_many_pieces_is_answered_early() -> None:
     pieces = [data[i : i + 7] for i in range(0, len(data), 7)]
     out = io.BytesIO()
     replayed, _ = answer_initialize(io.BufferedReader(Trickle(pieces)), out)  # type: ignore[arg-type]
-    assert parse_frames(out.getvalue()) == [pygls_answer(initialize())]
-    assert pygls_reads(replayed) == [initialize(), HOVER]
+    assert parse_frames(out.getvalue()) == [pygls_answer(initialize_request())]
+    assert pygls_reads(replayed) == [initialize_request(), HOVER]
 
 
 # --- pygls' second answer -------------------------------------------------------------------
 
 
 def test_only_pygls_answer_to_that_initialize_is_dropped(caplog) -> None:
-    sent = pygls_answer(initialize())
+    sent = pygls_answer(initialize_request())
     out = io.BytesIO()
     writer = WithoutSecondAnswer(out, sent)  # type: ignore[arg-type]
     passed = [
@@ -286,7 +285,7 @@ def test_only_pygls_answer_to_that_initialize_is_dropped(caplog) -> None:
 def test_a_different_answer_from_pygls_is_dropped_with_a_warning(
     caplog, answer: dict[str, Any] | None, named: str
 ) -> None:
-    sent = pygls_answer(initialize())
+    sent = pygls_answer(initialize_request())
     if answer is None:
         own: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "x"}}
     else:
@@ -377,7 +376,7 @@ def test_initialize_is_answered_while_pygls_is_not_imported(
         client.send({"id": 1, "method": "initialize", "params": init_params(workspace)})
         answer = client.wait_for(lambda m: m.get("id") == 1)
         assert not gate.exists()  # so neither pygls nor lsprotocol was imported
-        assert answer == pygls_answer(initialize())
+        assert answer == pygls_answer(initialize_request())
         wait_until(lambda: b"pygls import waits" in client.stderr)  # the gate held an import
         gate.touch()
         client.send({"method": "initialized", "params": {}})
@@ -485,7 +484,7 @@ def test_initialize_in_pieces_is_answered_once_and_the_server_works(
         if client.process.poll() is None:
             client.process.kill()
     assert len(answers(client, 1)) == 1
-    assert answers(client, 1)[0] == pygls_answer(initialize())
+    assert answers(client, 1)[0] == pygls_answer(initialize_request())
 
 
 @pytest.mark.parametrize(
@@ -514,7 +513,7 @@ def test_another_first_message_leaves_everything_to_pygls(
         client.send_bytes(first)
         client.send({"id": 1, "method": "initialize", "params": init_params(workspace)})
         answer = client.wait_for(lambda m: m.get("id") == 1)
-        assert answer == pygls_answer(initialize())
+        assert answer == pygls_answer(initialize_request())
         client.send({"method": "initialized", "params": {}})
         features_work(client, workspace, 2)
         assert client.shut_down(3) == 0
