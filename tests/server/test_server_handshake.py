@@ -390,6 +390,25 @@ def test_initialize_is_answered_while_pygls_is_not_imported(
     assert "differs" not in stderr and "Traceback" not in stderr
 
 
+@pytest.mark.parametrize("name", ["neovim_v0.11.0", "emacs_v29.1", "visual_studio_code_v1.65.2"])
+def test_pygls_own_answer_to_a_real_client_is_the_one_sent(workspace: Workspace, name: str) -> None:
+    """The check at run time: pygls' answer, computed in the server, compared and dropped."""
+    client = RawClient([*SERVER, "-v"], workspace.root)
+    request = initialize_request(CAPABILITIES[name], rootUri=workspace.root.as_uri())
+    try:
+        client.send_bytes(framed(request))
+        answer = client.wait_for(lambda m: m.get("id") == 1)
+        assert client.shut_down(2) == 0
+    finally:
+        if client.process.poll() is None:
+            client.process.kill()
+    assert answer == pygls_answer(request)
+    assert len(answers(client, 1)) == 1
+    stderr = client.stderr.decode()
+    assert "pygls' answer to initialize is the one sent early" in stderr
+    assert "differs" not in stderr
+
+
 def test_messages_sent_before_pygls_is_ready_wait_for_it(
     workspace: Workspace, tmp_path: Path
 ) -> None:
