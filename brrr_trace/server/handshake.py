@@ -343,7 +343,11 @@ def answer_initialize(stdin: BinaryIO, stdout: BinaryIO) -> tuple[ReplayedInput,
     hand pygls next."""
     first = read_first_frame(stdin)
     replayed = ReplayedInput(first.raw, stdin)
-    answer = None if first.body is None else early_answer(first.body)
+    try:
+        answer = None if first.body is None else early_answer(first.body)
+    except (OSError, ValueError, KeyError, TypeError) as error:  # initialize_result.json
+        log.warning("could not answer initialize early (%s); pygls answers it", error)
+        answer = None
     if answer is None:
         log.debug("the first message is no initialize to answer early: pygls answers it")
         return replayed, stdout

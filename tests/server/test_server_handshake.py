@@ -25,6 +25,7 @@ import pytest
 import pytest_lsp
 from pygls.io_ import run
 
+from brrr_trace.server import handshake
 from brrr_trace.server.framing import BoundedInput
 from brrr_trace.server.handshake import (
     WithoutSecondAnswer,
@@ -211,6 +212,18 @@ def test_pygls_reads_the_same_messages_after_the_first_was_read(name: str) -> No
     answered = parse_frames(out.getvalue())
     assert bool(answered) == (name in ANSWERED_EARLY)
     assert answered == [pygls_answer(initialize_request())] * len(answered)
+
+
+def test_without_its_answer_file_the_server_leaves_initialize_to_pygls(
+    monkeypatch, tmp_path: Path, caplog
+) -> None:
+    monkeypatch.setattr(handshake, "RESULT_FILE", tmp_path / "missing.json")
+    data = INIT + framed(HOVER)
+    stdin, out = io.BytesIO(data), io.BytesIO()
+    replayed, stdout = answer_initialize(stdin, out)  # type: ignore[arg-type]
+    assert stdout is out and out.getvalue() == b""
+    assert pygls_reads(replayed) == [initialize_request(), HOVER]
+    assert "could not answer initialize early" in caplog.text
 
 
 def test_the_first_frame_is_read_as_pygls_reads_it() -> None:
