@@ -13,7 +13,9 @@ Modules by role, the way requests flow:
 - ``discovery`` (the trace files) and ``globs`` (the ``traces`` patterns), ``analysis`` (the
   analysis process), ``snapshot`` (the immutable result), ``source`` (the syntax of a
   document), ``actions`` (mechanical fixes), ``settings`` (what clients may set), ``logging``
-  (stderr and window/logMessage);
+  (window/logMessage) and ``stderr_log`` (stderr);
+- ``handshake``: ``initialize`` answered before pygls is imported (the standard library only),
+  the connection then handed to pygls;
 - ``framing`` (stdin with bounded reads) and ``protocol`` (pygls' protocol, answering requests
   after ``shutdown``): the protocol faults pygls does not handle (README, Security notes).
 
@@ -24,10 +26,11 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
     from brrr_trace.server.analysis import AnalyzeFn
+    from brrr_trace.server.language_server import BrrrServer
 
 
 def serve(
@@ -41,29 +44,47 @@ def serve(
     ``analyze`` replaces ``pipeline.analyze`` (tests use it); it runs in a spawned process, so
     it must be a module-level function.
     """
-    lsp_out = None
-    if tcp_port is None:
-        # stdout carries LSP frames only. Keep a private copy of it for pygls and point file
-        # descriptor 1 at stderr, so a stray print, a C library or a child process that writes
-        # to "stdout" lands in the log instead of corrupting the protocol.
-        lsp_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-        sys.stdout.flush()
-        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-        sys.stdout = sys.stderr
-
     # The analysis process is ``python -c ...`` in this folder, which ``-c`` puts first on its
     # ``sys.path`` before multiprocessing hands it ours: PYTHONSAFEPATH (3.11+) leaves it out.
     os.environ["PYTHONSAFEPATH"] = "1"
+    from brrr_trace.server.stderr_log import configure_stderr
 
+    if tcp_port is not None:
+        configure_stderr(verbose)
+        server = _create(analyze)
+        server.start_tcp(host, tcp_port)
+        return server.exit_code
+
+    lsp_out = _private_stdout()
+    configure_stderr(verbose)
+    from brrr_trace.server.framing import BoundedInput
+    from brrr_trace.server.handshake import BackgroundImports, answer_initialize
+
+    # pygls takes about a second to import: ``initialize`` is answered meanwhile.
+    try:
+        imports = BackgroundImports(["brrr_trace.server.app"])
+        stdin, stdout = answer_initialize(sys.stdin.buffer, lsp_out)
+        imports.wait()
+    except KeyboardInterrupt:  # quietly, as pygls ends on one
+        return 0
+    server = _create(analyze)
+    server.start_io(BoundedInput(stdin), stdout)  # type: ignore[arg-type]
+    return server.exit_code
+
+
+def _private_stdout() -> BinaryIO:
+    """stdout carries LSP frames only: a private copy of it for the protocol, and file
+    descriptor 1 pointed at stderr, so that a stray print, a C library or a child process that
+    writes to "stdout" lands in the log instead of corrupting the protocol."""
+    lsp_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    return lsp_out
+
+
+def _create(analyze: AnalyzeFn | None) -> BrrrServer:
     from brrr_trace.server.analysis import default_analyze
     from brrr_trace.server.app import create_server
-    from brrr_trace.server.framing import BoundedInput
-    from brrr_trace.server.logging import configure_stderr
 
-    configure_stderr(verbose)
-    server = create_server(analyze or default_analyze)
-    if tcp_port is not None:
-        server.start_tcp(host, tcp_port)
-    else:
-        server.start_io(BoundedInput(sys.stdin.buffer), lsp_out)  # type: ignore[arg-type]
-    return server.exit_code
+    return create_server(analyze or default_analyze)

@@ -1,4 +1,5 @@
-"""Logs go to stderr and to the client's log (``window/logMessage``); never to stdout.
+"""Logs go to stderr (``stderr_log.py``) and to the client's log (``window/logMessage``); never
+to stdout.
 
 Records logged before the client is ready are kept and sent once ``initialized`` arrives. pygls'
 own records (it logs every message it sends at INFO) stay on stderr, which also keeps sending a
@@ -10,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import sys
 import threading
 from typing import TYPE_CHECKING
 
@@ -19,7 +19,6 @@ from lsprotocol import types as t
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
 
-_FORMAT = "brrr-trace %(levelname)s %(name)s: %(message)s"
 _LEVELS = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO}
 _MESSAGE_TYPE = {
     logging.CRITICAL: t.MessageType.Error,
@@ -27,20 +26,6 @@ _MESSAGE_TYPE = {
     logging.WARNING: t.MessageType.Warning,
     logging.INFO: t.MessageType.Info,
 }
-
-
-def configure_stderr(verbose: int = 0) -> None:
-    """Send ``brrr_trace`` records (INFO and up; DEBUG with -v) and pygls warnings to stderr."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(_FORMAT))
-    package = logging.getLogger("brrr_trace")
-    package.setLevel(logging.DEBUG if verbose else logging.INFO)
-    package.addHandler(handler)
-    package.propagate = False
-    pygls = logging.getLogger("pygls")
-    pygls.setLevel(logging.DEBUG if verbose > 1 else logging.WARNING)
-    pygls.addHandler(handler)
-    pygls.propagate = False
 
 
 class ClientLogHandler(logging.Handler):
