@@ -84,7 +84,9 @@ def analyze(
     if not source.is_dir():
         if options.rank is not None:
             _check_rank_of_file(source, options.rank)
-        loaded = load(source, progress, options.max_events, options.max_name_chars)
+        loaded = load(
+            source, progress, options.max_events, options.max_name_chars, options.load_workers
+        )
         return analyze_loaded(loaded, options)
     runs = runs_in(source, options)
     index = _pick_run(source, runs, options)
@@ -92,7 +94,9 @@ def analyze(
     infos = tuple(_run_info(i, r) for i, r in enumerate(runs))
     chosen = _pick_rank(source, run, options)
     if len(run.files) == 1:
-        loaded = load(chosen.path, progress, options.max_events, options.max_name_chars)
+        loaded = load(
+            chosen.path, progress, options.max_events, options.max_name_chars, options.load_workers
+        )
         report = analyze_loaded(loaded, options, run.ranks)
         notes = report.notes + _runs_note(runs, index)
         return dataclasses.replace(report, runs=infos, run=index, notes=notes)

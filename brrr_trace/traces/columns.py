@@ -119,6 +119,11 @@ def _valid(order: np.ndarray, ok: np.ndarray) -> np.ndarray:
     return rows
 
 
+def _remap(ids: list[int]) -> np.ndarray:
+    """A part's id -> this table's id (an empty part: one unused slot, so indexing works)."""
+    return np.array(ids or [NO_ID], dtype=np.int64)
+
+
 def _triple(value: Any) -> tuple[int, int, int]:
     if isinstance(value, list) and len(value) == 3:
         x, y, z = (_as_int(v, 0) for v in value)
@@ -314,6 +319,56 @@ class Columns:
                 self.s_name.append(intern(name))
                 self.s_ts.append(ts)
                 self.s_dur.append(dur)
+
+    def absorb(self, part: Columns) -> None:
+        """Append the columns of the next run, decoded by a ``Columns`` of its own elsewhere
+        (traces/parallel.py): its names, values and threads renumbered into these tables in
+        the order it met them, which is the order a single ``add`` of the run would have."""
+        cut = self.max_name_chars
+        # A name longer than the cut was kept whole only when it was a legacy "Call stack".
+        strings = _remap(
+            [
+                self._intern_whole(text)
+                if len(text) > cut and part.strings[index] == text
+                else self.intern(text)
+                for text, index in part._string_ids.items()
+            ]
+        )
+        values = _remap([self._value(raw) for raw in part.values])
+        threads = _remap([self._thread(*key) for key in part.thread_keys])
+        renumbered = {
+            "g_name": strings,
+            "h_name": strings,
+            "c_name": strings,
+            "f_name": strings,
+            "s_name": strings,
+            "c_stack": strings,
+            "c_dims": values,
+            "c_types": values,
+            "c_concrete": values,
+            "c_coll": values,
+            "h_thread": threads,
+            "c_thread": threads,
+            "f_thread": threads,
+        }
+        for name, column in vars(part).items():
+            if not isinstance(column, array) or not column:
+                continue
+            mine = getattr(self, name)
+            ids = renumbered.get(name)
+            if ids is None:
+                mine.extend(column)
+                continue
+            local = np.frombuffer(column, dtype=column.typecode)
+            found = np.where(local >= 0, ids[np.maximum(local, 0)], NO_ID)
+            mine.frombytes(found.astype(column.typecode).tobytes())
+        self.thread_names.update(part.thread_names)
+        self.process_names.update(part.process_names)
+        for label, count in part.skipped_categories.items():
+            self.skipped_categories[label] = self.skipped_categories.get(label, 0) + count
+        self.bad_times += part.bad_times
+        self.bad_durations += part.bad_durations
+        self.events += part.events
 
     def _collective(self, args: Any) -> int:
         if args.collective is None:
