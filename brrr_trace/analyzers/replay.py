@@ -181,15 +181,21 @@ class StepGraph:
         clocks: list[int] | None = None,
         spans: list[tuple[int, int]] | None = None,
     ) -> int:
+        # The hot loop of the rules (one replay per finding): names bound locally, the
+        # comparisons written out, and the per-op checks a fix or graph does not need left out.
         stream, latency = self.stream, self.latency
         duration = self.duration
+        removed: dict[int, int] | set[int] = {}
         if fix.durations:
             duration = list(duration)
             for row, ns in fix.durations.items():
                 duration[row] = ns
+            removed = {row for row, ns in fix.durations.items() if ns <= 0}
         others = self.others
+        n_others = len(others)
         other_k = 0
         stream_free: dict[int, int] = {}
+        free = stream_free.get
         clock = int(self.gap_start[0])
         finish = max((end for _, end, _ in others), default=0)
         queued_end = 0
@@ -197,38 +203,52 @@ class StepGraph:
         after = self.after
         waited_for = set(after.values())
         ends = dict(self.fixed_ends)
+        own_fix, unblocked = fix.own, fix.unblocked
+        record = clocks is not None or spans is not None
+        work, blocks, own = self.work, self.blocks, self.own
         for i, ops in enumerate(self.launched):
-            clock += max(0, self.work[i] - saved.get(i, 0))
+            step = work[i] - saved.get(i, 0) if saved else work[i]
+            if step > 0:
+                clock += step
             if clocks is not None:
                 clocks.append(clock)
             first_begin, last_end = 0, 0
-            while other_k < len(others) and others[other_k][0] <= clock:
+            while other_k < n_others and others[other_k][0] <= clock:
                 _, end, s = others[other_k]
-                stream_free[s] = max(stream_free.get(s, 0), end)
+                if end > free(s, 0):
+                    stream_free[s] = end
                 other_k += 1
             for row in ops:
                 ns = duration[row]
-                if ns <= 0 and row in fix.durations:
+                if ns <= 0 and row in removed:
                     continue
                 s = stream[row]
-                begin = max(clock + latency[row], stream_free.get(s, 0))
+                begin = clock + latency[row]
+                busy = free(s, 0)
+                if busy > begin:
+                    begin = busy
                 if after:
-                    begin = max(begin, ends.get(after.get(row, NONE), 0))
+                    wait = ends.get(after.get(row, NONE), 0)
+                    if wait > begin:
+                        begin = wait
                 end = begin + ns
                 if row in waited_for:
                     ends[row] = end
                 stream_free[s] = end
-                queued_end = max(queued_end, end)
-                first_begin = begin if not last_end else min(first_begin, begin)
-                last_end = max(last_end, end)
+                if end > queued_end:
+                    queued_end = end
+                if record:
+                    first_begin = begin if not last_end else min(first_begin, begin)
+                    if end > last_end:
+                        last_end = end
             if spans is not None:
                 spans.append((first_begin, last_end))
-            if not self.blocks[i]:
-                clock += fix.own.get(i, self.own[i])
-            elif i in fix.unblocked:
-                clock += fix.own.get(i, CALL_NS)
+            if not blocks[i]:
+                clock += own_fix.get(i, own[i]) if own_fix else own[i]
+            elif i in unblocked:
+                clock += own_fix.get(i, CALL_NS)
             else:
-                clock = max(clock + CALL_NS, queued_end)
+                clock = clock + CALL_NS if clock + CALL_NS > queued_end else queued_end
         # The host's tail after its last launch or wait (often the profiler stopping) changes
         # no launch: the replay ends with the last GPU op or the last call.
         return max(finish, queued_end, clock)
