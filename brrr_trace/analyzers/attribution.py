@@ -402,16 +402,20 @@ class Locator:
         seen: list[Observed] = []
         exact: list[int | None] = []
         lines_of_body = (body.first_line, body.last_line) if body is not None else None
-        for k in idx.tolist():
-            event = int(rows[k])
-            frame = bool(is_frame[k])
-            name_id = int(frames.name[event]) if frame else int(cpu.name[event])
+        events, child_frame = rows[idx], is_frame[idx]
+        name_ids = cpu.name[np.where(child_frame, 0, events)] if len(cpu) else events.copy()
+        name_ids[child_frame] = frames.name[events[child_frame]]
+        call_lines = np.full(len(idx), NONE, dtype=np.int64)
+        call_lines[child_frame] = frames.call_line[events[child_frame]]
+        children = zip(
+            idx.tolist(), child_frame.tolist(), name_ids.tolist(), call_lines.tolist(), strict=True
+        )
+        for k, frame, name_id, call_line in children:
             inner = self._inner_names(k, starts, ends, rows, is_frame) if frame else ()
             observed = self._observed.get((name_id, frame, inner))
             if observed is None:
                 observed = observe(names[name_id], frame, frozenset(inner))
                 self._observed[(name_id, frame, inner)] = observed
-            call_line = int(frames.call_line[event]) if frame else NONE
             if lines_of_body is not None and not (
                 lines_of_body[0] <= call_line <= lines_of_body[1]
             ):
@@ -440,16 +444,20 @@ class Locator:
         is_frame: np.ndarray,
     ) -> tuple[str, ...]:
         """Functions of the first frames a child frame runs (wrappers hide the called name)."""
-        end = ends[k]
+        # The events inside the frame are the ones after it that start before it ends.
+        last = int(np.searchsorted(starts, ends[k], side="left"))
         out: list[str] = []
         j = k + 1
         names, frame_names = self.trace.strings, self.trace.frames.name
-        while j < len(starts) and starts[j] < end and len(out) < _INNER_FRAMES:
-            if is_frame[j]:
-                function = frame_function(names[int(frame_names[rows[j]])])
+        while j < last and len(out) < _INNER_FRAMES:
+            stop = min(last, j + 4 * _INNER_FRAMES)
+            for name_id in frame_names[rows[j:stop][is_frame[j:stop]]].tolist():
+                function = frame_function(names[name_id])
                 if function is not None:
                     out.append(function)
-            j += 1
+                    if len(out) == _INNER_FRAMES:
+                        break
+            j = stop
         return tuple(sorted(set(out)))
 
     def profiler_cost_between(self, thread: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:

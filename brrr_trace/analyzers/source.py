@@ -109,6 +109,7 @@ def observe(event_name: str, is_frame: bool, inner: frozenset[str] = frozenset()
     return Observed(event_name, True, inner=inner)
 
 
+@lru_cache(maxsize=1 << 16)
 def frame_function(event_name: str) -> str | None:
     """The function a frame event names (``<built-in method cos …>`` -> ``cos``)."""
     builtin = _BUILTIN.match(event_name)
