@@ -26,10 +26,9 @@ import numpy as np
 
 from brrr_trace.analyzers.attribution import Locator, OpAttribution
 from brrr_trace.analyzers.intervals import NONE
-from brrr_trace.analyzers.kernels import kernel_kind
+from brrr_trace.analyzers.kernels import communication_names
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import GPU_KERNEL, Trace
-from brrr_trace.vocabulary import KernelKind
 
 _DEPENDENCY_SLACK_NS = 1_000  # an op may start this much before the one it waited for ends
 CALL_NS = 2_000  # what a blocking call costs the host when there is nothing to wait for
@@ -350,9 +349,7 @@ def _collective_waits(trace: Trace, ops: OpAttribution) -> dict[int, int]:
     gpu, host = trace.gpu, trace.host_calls
     if not len(gpu) or not len(host):
         return {}
-    is_comm_name = np.array(
-        [kernel_kind(s) is KernelKind.COMMUNICATION for s in trace.strings], dtype=bool
-    )
+    is_comm_name = communication_names(trace.strings, gpu.name)
     comm = is_comm_name[gpu.name] & (gpu.kind == GPU_KERNEL)
     if not comm.any():
         return {}
