@@ -5,32 +5,20 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from brrr_trace import __version__, fanout, units
+from brrr_trace import __version__, units
 from brrr_trace.analyzers.attribution import Locator, attribute_ops
 from brrr_trace.analyzers.collective_lines import place_collectives
 from brrr_trace.analyzers.collectives import find_collectives
-from brrr_trace.analyzers.crossrank import (
-    CrossRank,
-    LineTime,
-    RankPiece,
-    RankTimes,
-    issues_collectives,
-    merge,
-    same_line,
-    step_times,
-)
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.kernels import kernel_kind
 from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.regimes import REGIMES, LineCost, OpClasses, classify_ops, line_costs
 from brrr_trace.analyzers.rules import RawFinding, RuleContext
 from brrr_trace.analyzers.rules import find as find_findings
-from brrr_trace.analyzers.rules.straggler import RULE as STRAGGLER
-from brrr_trace.analyzers.rules.straggler import straggler
 from brrr_trace.analyzers.steps import measure_steps, profiler_steps
 from brrr_trace.analyzers.timeline import build_timeline
 from brrr_trace.analyzers.timeline_view import timeline_view
@@ -59,6 +47,13 @@ from brrr_trace.traces.discovery import RankFile, Run, group_runs, rank_file, tr
 from brrr_trace.traces.model import NO_ID, LoadResult, Trace
 from brrr_trace.traces.reader import ProgressFn
 from brrr_trace.vocabulary import IdleCause, Regime
+
+if TYPE_CHECKING:
+    from brrr_trace.analyzers.crossrank import CrossRank, RankPiece, RankTimes
+
+# Folders of rank traces only (docs/architecture.md §13): the cross-rank merge, the straggler
+# rule and the process pool are imported where a run of several ranks is analyzed, so that
+# analyzing one file does not pay for them (multiprocessing and concurrent.futures: ~30 ms).
 
 _INFLATION_NOTE = (
     "Host times come from a profiled run, and recording stacks slows the Python side (a 500-op "
@@ -205,6 +200,8 @@ def summarize_rank(
 ) -> tuple[RankPiece, Report | None]:
     """One rank's worker: read and analyze its trace, send back what the merge needs (and the
     whole report for the rank the report covers)."""
+    from brrr_trace.analyzers.crossrank import LineTime, RankPiece, issues_collectives, step_times
+
     loaded = load(path, None, options.max_events, options.max_name_chars)
     report = analyze_loaded(loaded, options)
     piece = RankPiece(
@@ -241,6 +238,8 @@ def _less_the_wait(
     cannot hide the time a collective waits for a straggler (the straggler finding has it)."""
     if own is None or not own.wait_by_line:
         return findings
+    from brrr_trace.analyzers.crossrank import same_line
+
     late = ", ".join(str(s.rank) for s in cross.stragglers[:3]) or "the later ranks"
     exposed = [f for f in findings if f.rule == "exposed-communication"]
     lined = {
@@ -322,6 +321,11 @@ def _analyze_ranks(
     index: int,
     infos: tuple[RunInfo, ...],
 ) -> Report:
+    from brrr_trace import fanout
+    from brrr_trace.analyzers.crossrank import merge
+    from brrr_trace.analyzers.rules.straggler import RULE as STRAGGLER
+    from brrr_trace.analyzers.rules.straggler import straggler
+
     args = [
         (str(f.path), f.rank if f.rank is not None else i, options, f is chosen)
         for i, f in enumerate(run.files)

@@ -291,12 +291,19 @@ class Columns:
                     c_stack(NO_ID)
                     c_coll(NO_ID)
                 else:
+                    # Plain ints inline (most ops have a sequence number): a call per field
+                    # is a good part of the per-event cost.
                     seq, fwd = args.sequence, args.fwd_thread
-                    c_seq(NO_ID if seq is None else _as_int(seq))
+                    c_seq(
+                        seq
+                        if type(seq) is int and -_INT64_MAX <= seq <= _INT64_MAX
+                        else NO_ID
+                        if seq is None
+                        else _as_int(seq)
+                    )
                     c_fwd(NO_ID if fwd is None else _as_int(fwd))
-                    dims = args.input_dims if len(args.input_dims) else args.input_dims_legacy
                     # Values by their JSON text; b"" (absent) and b"null" are seeded as NO_ID.
-                    raw = bytes(dims)
+                    raw = bytes(args.input_dims) or bytes(args.input_dims_legacy)
                     vix = value_ids.get(raw)
                     c_dims(vix if vix is not None else value(raw))
                     raw = bytes(args.input_types)
@@ -306,8 +313,8 @@ class Columns:
                     vix = value_ids.get(raw)
                     c_concrete(vix if vix is not None else value(raw))
                     stack = args.call_stack
-                    c_stack(self._intern_whole(stack) if isinstance(stack, str) else NO_ID)
-                    c_coll(self._collective(args))
+                    c_stack(NO_ID if stack is None else self._stack_id(stack))
+                    c_coll(NO_ID if args.collective is None else self._collective(args))
             elif table == _HOST:
                 self.h_thread.append(thread(*key))
                 self.h_name.append(intern(name))
@@ -372,6 +379,9 @@ class Columns:
         self.bad_times += part.bad_times
         self.bad_durations += part.bad_durations
         self.events += part.events
+
+    def _stack_id(self, stack: Any) -> int:
+        return self._intern_whole(stack) if isinstance(stack, str) else NO_ID
 
     def _collective(self, args: Any) -> int:
         if args.collective is None:
