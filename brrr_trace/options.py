@@ -82,6 +82,9 @@ class AnalysisOptions:
     # so that a 3 MB gzip that inflates to 100 M events cannot take the machine.
     max_name_chars: int = 16_384
     max_events: int = 20_000_000
+    # Processes decoding a large trace file (traces/parallel.py): 0 one per core (at most 4),
+    # 1 none besides this one. Rank workers (jobs) decode in their own process.
+    load_workers: int = 0
     # A source file larger than this is not read (its lines stay at def-line precision): the
     # largest hand-written Python files are a few hundred KB, and a trace may name any file.
     max_source_bytes: int = 4 << 20

@@ -5,32 +5,20 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from brrr_trace import __version__, fanout, units
+from brrr_trace import __version__, units
 from brrr_trace.analyzers.attribution import Locator, attribute_ops
 from brrr_trace.analyzers.collective_lines import place_collectives
 from brrr_trace.analyzers.collectives import find_collectives
-from brrr_trace.analyzers.crossrank import (
-    CrossRank,
-    LineTime,
-    RankPiece,
-    RankTimes,
-    issues_collectives,
-    merge,
-    same_line,
-    step_times,
-)
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.kernels import kernel_kind
 from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.regimes import REGIMES, LineCost, OpClasses, classify_ops, line_costs
 from brrr_trace.analyzers.rules import RawFinding, RuleContext, savings_by_rule
 from brrr_trace.analyzers.rules import find as find_findings
-from brrr_trace.analyzers.rules.straggler import RULE as STRAGGLER
-from brrr_trace.analyzers.rules.straggler import straggler
 from brrr_trace.analyzers.steps import measure_steps, profiler_steps
 from brrr_trace.analyzers.timeline import build_timeline
 from brrr_trace.analyzers.timeline_view import timeline_view
@@ -61,6 +49,13 @@ from brrr_trace.traces.model import NO_ID, LoadResult, Trace
 from brrr_trace.traces.reader import ProgressFn
 from brrr_trace.vocabulary import IdleCause, Regime
 
+if TYPE_CHECKING:
+    from brrr_trace.analyzers.crossrank import CrossRank, RankPiece, RankTimes
+
+# Folders of rank traces only (docs/architecture.md §13): the cross-rank merge, the straggler
+# rule and the process pool are imported where a run of several ranks is analyzed, so that
+# analyzing one file does not pay for them (multiprocessing and concurrent.futures: ~30 ms).
+
 _INFLATION_NOTE = (
     "Host times come from a profiled run, and recording stacks slows the Python side (a 500-op "
     "loop on an H200: 9.6 ms unprofiled, 14.1 ms profiled). The profiler's own cost inside the "
@@ -85,7 +80,9 @@ def analyze(
     if not source.is_dir():
         if options.rank is not None:
             _check_rank_of_file(source, options.rank)
-        loaded = load(source, progress, options.max_events, options.max_name_chars)
+        loaded = load(
+            source, progress, options.max_events, options.max_name_chars, options.load_workers
+        )
         return analyze_loaded(loaded, options)
     runs = runs_in(source, options)
     index = _pick_run(source, runs, options)
@@ -93,7 +90,9 @@ def analyze(
     infos = tuple(_run_info(i, r) for i, r in enumerate(runs))
     chosen = _pick_rank(source, run, options)
     if len(run.files) == 1:
-        loaded = load(chosen.path, progress, options.max_events, options.max_name_chars)
+        loaded = load(
+            chosen.path, progress, options.max_events, options.max_name_chars, options.load_workers
+        )
         report = analyze_loaded(loaded, options, run.ranks)
         notes = report.notes + _runs_note(runs, index)
         return dataclasses.replace(report, runs=infos, run=index, notes=notes)
@@ -202,6 +201,8 @@ def summarize_rank(
 ) -> tuple[RankPiece, Report | None]:
     """One rank's worker: read and analyze its trace, send back what the merge needs (and the
     whole report for the rank the report covers)."""
+    from brrr_trace.analyzers.crossrank import LineTime, RankPiece, issues_collectives, step_times
+
     loaded = load(path, None, options.max_events, options.max_name_chars)
     report = analyze_loaded(loaded, options)
     piece = RankPiece(
@@ -238,6 +239,8 @@ def _less_the_wait(
     cannot hide the time a collective waits for a straggler (the straggler finding has it)."""
     if own is None or not own.wait_by_line:
         return findings
+    from brrr_trace.analyzers.crossrank import same_line
+
     late = ", ".join(str(s.rank) for s in cross.stragglers[:3]) or "the later ranks"
     exposed = [f for f in findings if f.rule == "exposed-communication"]
     lined = {
@@ -319,6 +322,11 @@ def _analyze_ranks(
     index: int,
     infos: tuple[RunInfo, ...],
 ) -> Report:
+    from brrr_trace import fanout
+    from brrr_trace.analyzers.crossrank import merge
+    from brrr_trace.analyzers.rules.straggler import RULE as STRAGGLER
+    from brrr_trace.analyzers.rules.straggler import straggler
+
     args = [
         (str(f.path), f.rank if f.rank is not None else i, options, f is chosen)
         for i, f in enumerate(run.files)

@@ -68,6 +68,7 @@ class Locator:
         self._callers: dict[int, tuple[int, ...]] = {}
         self.lines: list[LineKey] = []
         self._line_ids: dict[tuple[str, int, str], int] = {}
+        self._statements: dict[tuple[int, int, Precision], int] = {}
         frames = trace.frames
         strings = trace.strings
         self.is_local = _local_files(trace, options, mapper)
@@ -274,33 +275,52 @@ class Locator:
         """Replace def-line results by statement lines: exact where the recorder wrote them,
         recovered from the source where it is at hand."""
         frames = self.trace.frames
-        for row in np.unique(rows).tolist():
+        order = np.argsort(rows, kind="stable")
+        grouped = rows[order]
+        firsts = np.flatnonzero(np.concatenate(([True], grouped[1:] != grouped[:-1])))
+        bounds = zip(firsts.tolist(), [*firsts[1:].tolist(), len(order)], strict=True)
+        statement = self._statement_id
+        for lo, hi in bounds if len(order) else ():
+            row = int(grouped[lo])
             name_id = int(frames.name[row])
             body = self._body(name_id)
             child = self._invocation(row, body)
-            sel = where[rows == row]
+            sel = where[order[lo:hi]]
             k = np.searchsorted(child.starts, t[sel], side="right") - 1
             # Between two children, the time belongs to the statement about to run.
             t_eff = t[sel].copy()
-            if len(child.starts):
+            n = len(child.starts)
+            if n:
                 inside = (k >= 0) & (t_eff < child.ends[np.maximum(k, 0)])
-                has_next = k + 1 < len(child.starts)
+                has_next = k + 1 < n
                 move = ~inside & has_next
                 t_eff[move] = child.starts[(k + 1)[move]]
+                # The child whose line a query takes: the one it is in, else the next, else
+                # the last.
+                near = np.where(inside, k, np.where(has_next, k + 1, k)).tolist()
             marked = self._marked_lines(row, t_eff)
-            if not len(child.starts) and not (marked != NONE).any():
+            if not n and not (marked != NONE).any():
                 continue
-            for q, kk, mark in zip(sel.tolist(), k.tolist(), marked.tolist(), strict=True):
+            if not n:
+                near = [-1] * len(sel)
+            exact, aligned = child.exact, child.aligned
+            hit: list[int] = []
+            found: list[int] = []
+            for q, j, mark in zip(sel.tolist(), near, marked.tolist(), strict=True):
                 if mark != NONE:
-                    out[q] = self._statement_id(name_id, mark, Precision.EXACT)
+                    line, precision = mark, Precision.EXACT
+                elif j < 0:
                     continue
-                exact = _line_near(child.starts, child.ends, child.exact, kk, int(t[q]))
-                if exact is not None:
-                    out[q] = self._statement_id(name_id, exact, Precision.EXACT)
+                elif exact[j] is not None:
+                    line, precision = exact[j], Precision.EXACT
+                elif aligned[j] is not None:
+                    line, precision = aligned[j], Precision.RECOVERED
+                else:
                     continue
-                line = _line_near(child.starts, child.ends, child.aligned, kk, int(t[q]))
-                if line is not None:
-                    out[q] = self._statement_id(name_id, line, Precision.RECOVERED)
+                hit.append(q)
+                found.append(statement(name_id, line, precision))
+            if hit:
+                out[hit] = found
 
     def _marked_lines(self, frame_row: int, t: np.ndarray) -> np.ndarray:
         """Lines from ``brrr.line N`` annotations (written by ``brrr-trace record``) around t,
@@ -318,9 +338,16 @@ class Locator:
         return out
 
     def _statement_id(self, name_id: int, line: int, precision: Precision) -> int:
-        parsed = parse_frame(self.trace.strings[name_id])
-        assert parsed is not None
-        return self._intern(LineKey(parsed.file, line, parsed.function, precision))
+        # Interning a key again changes nothing (a line's precision only goes up), so the id
+        # of each (frame name, line, precision) is looked up once.
+        memo = (name_id, line, precision)
+        found = self._statements.get(memo)
+        if found is None:
+            parsed = parse_frame(self.trace.strings[name_id])
+            assert parsed is not None
+            found = self._intern(LineKey(parsed.file, line, parsed.function, precision))
+            self._statements[memo] = found
+        return found
 
     def _body(self, name_id: int) -> Body | None:
         if name_id in self._bodies:
@@ -375,16 +402,20 @@ class Locator:
         seen: list[Observed] = []
         exact: list[int | None] = []
         lines_of_body = (body.first_line, body.last_line) if body is not None else None
-        for k in idx.tolist():
-            event = int(rows[k])
-            frame = bool(is_frame[k])
-            name_id = int(frames.name[event]) if frame else int(cpu.name[event])
+        events, child_frame = rows[idx], is_frame[idx]
+        name_ids = cpu.name[np.where(child_frame, 0, events)] if len(cpu) else events.copy()
+        name_ids[child_frame] = frames.name[events[child_frame]]
+        call_lines = np.full(len(idx), NONE, dtype=np.int64)
+        call_lines[child_frame] = frames.call_line[events[child_frame]]
+        children = zip(
+            idx.tolist(), child_frame.tolist(), name_ids.tolist(), call_lines.tolist(), strict=True
+        )
+        for k, frame, name_id, call_line in children:
             inner = self._inner_names(k, starts, ends, rows, is_frame) if frame else ()
             observed = self._observed.get((name_id, frame, inner))
             if observed is None:
                 observed = observe(names[name_id], frame, frozenset(inner))
                 self._observed[(name_id, frame, inner)] = observed
-            call_line = int(frames.call_line[event]) if frame else NONE
             if lines_of_body is not None and not (
                 lines_of_body[0] <= call_line <= lines_of_body[1]
             ):
@@ -413,16 +444,20 @@ class Locator:
         is_frame: np.ndarray,
     ) -> tuple[str, ...]:
         """Functions of the first frames a child frame runs (wrappers hide the called name)."""
-        end = ends[k]
+        # The events inside the frame are the ones after it that start before it ends.
+        last = int(np.searchsorted(starts, ends[k], side="left"))
         out: list[str] = []
         j = k + 1
         names, frame_names = self.trace.strings, self.trace.frames.name
-        while j < len(starts) and starts[j] < end and len(out) < _INNER_FRAMES:
-            if is_frame[j]:
-                function = frame_function(names[int(frame_names[rows[j]])])
+        while j < last and len(out) < _INNER_FRAMES:
+            stop = min(last, j + 4 * _INNER_FRAMES)
+            for name_id in frame_names[rows[j:stop][is_frame[j:stop]]].tolist():
+                function = frame_function(names[name_id])
                 if function is not None:
                     out.append(function)
-            j += 1
+                    if len(out) == _INNER_FRAMES:
+                        break
+            j = stop
         return tuple(sorted(set(out)))
 
     def profiler_cost_between(self, thread: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -497,7 +532,9 @@ class Locator:
         if found is None:
             frames = self.trace.frames
             mine = frames.thread == thread
-            found = np.unique(np.concatenate((frames.start_ns[mine], frames.end_ns[mine])))
+            found = np.sort(np.concatenate((frames.start_ns[mine], frames.end_ns[mine])))
+            if len(found):
+                found = found[np.concatenate(([True], found[1:] != found[:-1]))]
             self._edges[thread] = found
         return found
 
@@ -637,17 +674,6 @@ def _load_body(
     except OSError:
         pass
     return None
-
-
-def _line_near(
-    starts: np.ndarray, ends: np.ndarray, lines: tuple[int | None, ...], k: int, t: int
-) -> int | None:
-    """The line of the child event around ``t``; between children, the one about to run."""
-    if k >= 0 and t < ends[k]:
-        return lines[k]
-    if k + 1 < len(lines):
-        return lines[k + 1]
-    return lines[k] if k >= 0 else None
 
 
 @dataclass(frozen=True)

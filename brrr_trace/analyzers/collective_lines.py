@@ -20,9 +20,9 @@ from brrr_trace.analyzers.attribution import Locator, OpAttribution
 from brrr_trace.analyzers.backward import EVALUATE_PREFIX, backward_call_rows
 from brrr_trace.analyzers.collectives import Collectives
 from brrr_trace.analyzers.intervals import NONE, Innermost
-from brrr_trace.analyzers.kernels import kernel_kind
+from brrr_trace.analyzers.kernels import communication_names
 from brrr_trace.traces.model import Trace
-from brrr_trace.vocabulary import KernelKind, Precision
+from brrr_trace.vocabulary import Precision
 
 
 def place_collectives(
@@ -44,9 +44,7 @@ def place_collectives(
         within_call & np.isin(threads, _engine_threads(trace))
     )
     # Backward ops by launch, per thread: the candidates to have filled each bucket.
-    is_comm = np.array(
-        [kernel_kind(s) is KernelKind.COMMUNICATION for s in trace.strings], dtype=bool
-    )
+    is_comm = communication_names(trace.strings, gpu.name)
     work = np.flatnonzero(
         ops.backward & (ops.line != NONE) & (ops.launch != NONE) & ~is_comm[gpu.name]
     )

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from functools import lru_cache
 
 import numpy as np
 
@@ -23,7 +24,9 @@ class FrameName:
     function: str
 
 
+@lru_cache(maxsize=1 << 16)
 def parse_frame(name: str) -> FrameName | None:
+    # Cached: the analyzers parse the same few thousand names again and again.
     match = _FRAME.match(name)
     if match is None:
         return None

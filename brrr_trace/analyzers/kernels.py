@@ -10,7 +10,10 @@ nothing about what the kernel does.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
+
+import numpy as np
 
 from brrr_trace.vocabulary import KernelKind
 
@@ -95,6 +98,16 @@ _NAME_RULES: tuple[tuple[KernelKind, re.Pattern[str]], ...] = (
         ),
     ),
 )
+
+
+def communication_names(strings: Sequence[str], names: np.ndarray) -> np.ndarray:
+    """Per string id: whether it names a collective kernel, decided for the ids in ``names``
+    only (GPU op names: the regexes cost ~0.1 ms on a long templated name, and a trace's
+    strings are mostly Python frames and ATen ops)."""
+    found = np.zeros(len(strings), dtype=bool)
+    for sid in np.unique(names).tolist():
+        found[sid] = kernel_kind(strings[sid]) is KernelKind.COMMUNICATION
+    return found
 
 
 @lru_cache(maxsize=65536)  # a trace repeats a few thousand kernel names

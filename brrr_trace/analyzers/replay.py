@@ -26,10 +26,9 @@ import numpy as np
 
 from brrr_trace.analyzers.attribution import Locator, OpAttribution
 from brrr_trace.analyzers.intervals import NONE
-from brrr_trace.analyzers.kernels import kernel_kind
+from brrr_trace.analyzers.kernels import communication_names
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import GPU_KERNEL, Trace
-from brrr_trace.vocabulary import KernelKind
 
 _DEPENDENCY_SLACK_NS = 1_000  # an op may start this much before the one it waited for ends
 CALL_NS = 2_000  # what a blocking call costs the host when there is nothing to wait for
@@ -233,15 +232,21 @@ class StepGraph:
         passes: int = 1,
         pass_ends: list[int] | None = None,
     ) -> int:
+        # The hot loop of the rules (one replay per finding): names bound locally, the
+        # comparisons written out, and the per-op checks a fix or graph does not need left out.
         stream, latency = self.stream, self.latency
         duration = self.duration
+        removed: dict[int, int] | set[int] = {}
         if fix.durations:
             duration = list(duration)
             for row, ns in fix.durations.items():
                 duration[row] = ns
+            removed = {row for row, ns in fix.durations.items() if ns <= 0}
         others = self.others
+        n_others = len(others)
         other_k = 0
         stream_free: dict[int, int] = {}
+        free = stream_free.get
         clock = int(self.gap_start[0])
         finish = max((end for _, end, _ in others), default=0)
         queued_end = 0
@@ -249,45 +254,61 @@ class StepGraph:
         after = self.after
         waited_for = set(after.values())
         ends = dict(self.fixed_ends)
-        n = len(self.launched)
+        own_fix, unblocked = fix.own, fix.unblocked
+        record = clocks is not None or spans is not None
+        work, blocks, own = self.work, self.blocks, self.own
+        launched = self.launched
+        n = len(launched)
         for k in range(n * passes):
             i = k % n
             if i == 0 and k:
                 if pass_ends is not None:
                     pass_ends.append(max(finish, queued_end, clock))
                 clocks = spans = None  # they describe the first pass
-            ops = self.launched[i]
-            clock += max(0, self.work[i] - saved.get(i, 0))
+                record = False
+            ops = launched[i]
+            step = work[i] - saved.get(i, 0) if saved else work[i]
+            if step > 0:
+                clock += step
             if clocks is not None:
                 clocks.append(clock)
             first_begin, last_end = 0, 0
-            while other_k < len(others) and others[other_k][0] <= clock:
+            while other_k < n_others and others[other_k][0] <= clock:
                 _, end, s = others[other_k]
-                stream_free[s] = max(stream_free.get(s, 0), end)
+                if end > free(s, 0):
+                    stream_free[s] = end
                 other_k += 1
             for row in ops:
                 ns = duration[row]
-                if ns <= 0 and row in fix.durations:
+                if ns <= 0 and row in removed:
                     continue
                 s = stream[row]
-                begin = max(clock + latency[row], stream_free.get(s, 0))
+                begin = clock + latency[row]
+                busy = free(s, 0)
+                if busy > begin:
+                    begin = busy
                 if after:
-                    begin = max(begin, ends.get(after.get(row, NONE), 0))
+                    wait = ends.get(after.get(row, NONE), 0)
+                    if wait > begin:
+                        begin = wait
                 end = begin + ns
                 if row in waited_for:
                     ends[row] = end
                 stream_free[s] = end
-                queued_end = max(queued_end, end)
-                first_begin = begin if not last_end else min(first_begin, begin)
-                last_end = max(last_end, end)
+                if end > queued_end:
+                    queued_end = end
+                if record:
+                    first_begin = begin if not last_end else min(first_begin, begin)
+                    if end > last_end:
+                        last_end = end
             if spans is not None:
                 spans.append((first_begin, last_end))
-            if not self.blocks[i]:
-                clock += fix.own.get(i, self.own[i])
-            elif i in fix.unblocked:
-                clock += fix.own.get(i, CALL_NS)
+            if not blocks[i]:
+                clock += own_fix.get(i, own[i]) if own_fix else own[i]
+            elif i in unblocked:
+                clock += own_fix.get(i, CALL_NS)
             else:
-                clock = max(clock + CALL_NS, queued_end)
+                clock = clock + CALL_NS if clock + CALL_NS > queued_end else queued_end
         # The host's tail after its last launch or wait (often the profiler stopping) changes
         # no launch: the replay ends with the last GPU op or the last call.
         end = max(finish, queued_end, clock)
@@ -392,9 +413,7 @@ def _collective_waits(trace: Trace, ops: OpAttribution) -> dict[int, int]:
     gpu, host = trace.gpu, trace.host_calls
     if not len(gpu) or not len(host):
         return {}
-    is_comm_name = np.array(
-        [kernel_kind(s) is KernelKind.COMMUNICATION for s in trace.strings], dtype=bool
-    )
+    is_comm_name = communication_names(trace.strings, gpu.name)
     comm = is_comm_name[gpu.name] & (gpu.kind == GPU_KERNEL)
     if not comm.any():
         return {}

@@ -109,6 +109,7 @@ def observe(event_name: str, is_frame: bool, inner: frozenset[str] = frozenset()
     return Observed(event_name, True, inner=inner)
 
 
+@lru_cache(maxsize=1 << 16)
 def frame_function(event_name: str) -> str | None:
     """The function a frame event names (``<built-in method cos …>`` -> ``cos``)."""
     builtin = _BUILTIN.match(event_name)
@@ -435,22 +436,37 @@ def find_body(
     tree = _parse(path, mtime_ns, max_bytes)
     if tree is None:
         return None
-    return _body_of(tree, def_line, function)
-
-
-def _body_of(tree: ast.Module, def_line: int, function: str) -> Body | None:
     if function == "<module>":
         return _flatten(tree.body, 1, _last_line(tree))
+    return _body_of(_index(path, mtime_ns, max_bytes), def_line, function)
+
+
+@dataclass(frozen=True)
+class _Index:
+    """A module's functions by name (in ``ast.walk`` order) and the class owning each method."""
+
+    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]
+    owner: dict[ast.AST, ast.ClassDef]
+
+
+@lru_cache(maxsize=256)
+def _index(path: str, mtime_ns: int, max_bytes: int) -> _Index:
+    """One walk of a parsed module, shared by every function looked up in it."""
+    tree = _parse(path, mtime_ns, max_bytes)
+    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     owner: dict[ast.AST, ast.ClassDef] = {}
-    for node in ast.walk(tree):
+    for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, ast.ClassDef):
             for item in node.body:
                 owner[item] = node
-    candidates = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function
-    ]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.setdefault(node.name, []).append(node)
+    return _Index(functions, owner)
+
+
+def _body_of(index: _Index, def_line: int, function: str) -> Body | None:
+    owner = index.owner
+    candidates = index.functions.get(function, [])
     found = None
     for node in candidates:
         first = min([node.lineno] + [d.lineno for d in node.decorator_list])

@@ -28,6 +28,7 @@ from brrr_trace.traces.model import (
     Thread,
     Trace,
 )
+from brrr_trace.traces.parallel import RunDecoder, workers_for
 from brrr_trace.traces.reader import ProgressFn, ReadState, iter_event_runs
 
 __all__ = [
@@ -51,11 +52,14 @@ def load(
     progress: ProgressFn | None = None,
     max_events: int = AnalysisOptions.max_events,
     max_name_chars: int = AnalysisOptions.max_name_chars,
+    workers: int = 1,
 ) -> LoadResult:
     """Load one trace file (.json or .json.gz, object or legacy array format).
 
     At most ``max_events`` events are read and names are cut to ``max_name_chars``: a small
-    gzip can inflate to any number of events, and one name to megabytes (README, Security)."""
+    gzip can inflate to any number of events, and one name to megabytes (README, Security).
+    ``workers`` other than 1 decodes a large file's runs in that many processes (0: one per
+    core, traces/parallel.py); the trace is the same."""
     path = os.fspath(path)
     name = os.path.basename(path)
     bomb_cap = _gzip_event_cap(path)
@@ -67,18 +71,34 @@ def load(
     stats = DecodeStats()
     columns: Columns | None = None
     capped = False
-    for run in iter_event_runs(path, state, progress):
-        if columns is None:
-            columns = Columns(exact=state.exact_timestamps, max_name_chars=max_name_chars)
-        events = decode_batch(run, state.exact_timestamps, stats)
-        room = max_events - columns.events
-        if len(events) >= room:
-            capped = len(events) > room
-            columns.add(events[:room])
-            if capped:
-                break  # closes the file: nothing after the cap is read
-        else:
-            columns.add(events)
+    workers = workers_for(path, workers)
+    decoder = RunDecoder(workers) if workers > 1 else None
+    try:
+        runs = iter_event_runs(path, state, progress)
+        parts = (
+            decoder.decode(runs, lambda: state.exact_timestamps, max_name_chars)
+            if decoder is not None
+            else ((run, None, None) for run in runs)
+        )
+        for run, part, part_stats in parts:
+            if columns is None:
+                columns = Columns(exact=state.exact_timestamps, max_name_chars=max_name_chars)
+            room = max_events - columns.events
+            if part is not None and part_stats is not None and part.events < room:
+                columns.absorb(part)
+                stats.add(part_stats)
+                continue
+            events = decode_batch(run, state.exact_timestamps, stats)
+            if len(events) >= room:
+                capped = len(events) > room
+                columns.add(events[:room])
+                if capped:
+                    break  # closes the file: nothing after the cap is read
+            else:
+                columns.add(events)
+    finally:
+        if decoder is not None:
+            decoder.close()
     if columns is None:
         columns = Columns(exact=False)
     if columns.events == 0 and stats.unparseable and not state.legacy_array:

@@ -119,6 +119,11 @@ def _valid(order: np.ndarray, ok: np.ndarray) -> np.ndarray:
     return rows
 
 
+def _remap(ids: list[int]) -> np.ndarray:
+    """A part's id -> this table's id (an empty part: one unused slot, so indexing works)."""
+    return np.array(ids or [NO_ID], dtype=np.int64)
+
+
 def _triple(value: Any) -> tuple[int, int, int]:
     if isinstance(value, list) and len(value) == 3:
         x, y, z = (_as_int(v, 0) for v in value)
@@ -142,26 +147,29 @@ class Columns:
         self.thread_names: dict[tuple[Any, Any], str] = {}
         self.process_names: dict[Any, str] = {}
         time_code = "q" if exact else "d"
+        # Ids (names, threads, values) accumulate as int32 and widen once sorted: a trace has
+        # far fewer than 2**31 of each, and the unsorted columns of every table are alive at
+        # once while the last is sorted.
         # gpu
-        self.g_dev, self.g_stream, self.g_name = array("q"), array("q"), array("l")
+        self.g_dev, self.g_stream, self.g_name = array("q"), array("q"), array("i")
         self.g_ts, self.g_dur = array(time_code), array(time_code)
         self.g_kind, self.g_corr, self.g_bytes = array("b"), array("q"), array("q")
         self.g_grid, self.g_block, self.g_graph = array("q"), array("q"), array("b")
         # host calls
-        self.h_thread, self.h_name, self.h_corr = array("l"), array("l"), array("q")
+        self.h_thread, self.h_name, self.h_corr = array("i"), array("i"), array("q")
         self.h_ts, self.h_dur = array(time_code), array(time_code)
         # cpu ops and annotations
-        self.c_thread, self.c_name, self.c_ann = array("l"), array("l"), array("b")
+        self.c_thread, self.c_name, self.c_ann = array("i"), array("i"), array("b")
         self.c_ts, self.c_dur = array(time_code), array(time_code)
         self.c_seq, self.c_fwd = array("q"), array("q")
-        self.c_dims, self.c_types, self.c_concrete = array("l"), array("l"), array("l")
-        self.c_stack = array("l")
-        self.c_coll = array("l")
+        self.c_dims, self.c_types, self.c_concrete = array("i"), array("i"), array("i")
+        self.c_stack = array("i")
+        self.c_coll = array("i")
         # python frames
-        self.f_thread, self.f_name, self.f_line = array("l"), array("l"), array("q")
+        self.f_thread, self.f_name, self.f_line = array("i"), array("i"), array("q")
         self.f_ts, self.f_dur = array(time_code), array(time_code)
         # gpu annotations
-        self.s_dev, self.s_name = array("q"), array("l")
+        self.s_dev, self.s_name = array("q"), array("i")
         self.s_ts, self.s_dur = array(time_code), array(time_code)
         self.skipped_categories: dict[str, int] = {}
         self.bad_times = 0
@@ -283,12 +291,19 @@ class Columns:
                     c_stack(NO_ID)
                     c_coll(NO_ID)
                 else:
+                    # Plain ints inline (most ops have a sequence number): a call per field
+                    # is a good part of the per-event cost.
                     seq, fwd = args.sequence, args.fwd_thread
-                    c_seq(NO_ID if seq is None else _as_int(seq))
+                    c_seq(
+                        seq
+                        if type(seq) is int and -_INT64_MAX <= seq <= _INT64_MAX
+                        else NO_ID
+                        if seq is None
+                        else _as_int(seq)
+                    )
                     c_fwd(NO_ID if fwd is None else _as_int(fwd))
-                    dims = args.input_dims if len(args.input_dims) else args.input_dims_legacy
                     # Values by their JSON text; b"" (absent) and b"null" are seeded as NO_ID.
-                    raw = bytes(dims)
+                    raw = bytes(args.input_dims) or bytes(args.input_dims_legacy)
                     vix = value_ids.get(raw)
                     c_dims(vix if vix is not None else value(raw))
                     raw = bytes(args.input_types)
@@ -298,8 +313,8 @@ class Columns:
                     vix = value_ids.get(raw)
                     c_concrete(vix if vix is not None else value(raw))
                     stack = args.call_stack
-                    c_stack(self._intern_whole(stack) if isinstance(stack, str) else NO_ID)
-                    c_coll(self._collective(args))
+                    c_stack(NO_ID if stack is None else self._stack_id(stack))
+                    c_coll(NO_ID if args.collective is None else self._collective(args))
             elif table == _HOST:
                 self.h_thread.append(thread(*key))
                 self.h_name.append(intern(name))
@@ -314,6 +329,59 @@ class Columns:
                 self.s_name.append(intern(name))
                 self.s_ts.append(ts)
                 self.s_dur.append(dur)
+
+    def absorb(self, part: Columns) -> None:
+        """Append the columns of the next run, decoded by a ``Columns`` of its own elsewhere
+        (traces/parallel.py): its names, values and threads renumbered into these tables in
+        the order it met them, which is the order a single ``add`` of the run would have."""
+        cut = self.max_name_chars
+        # A name longer than the cut was kept whole only when it was a legacy "Call stack".
+        strings = _remap(
+            [
+                self._intern_whole(text)
+                if len(text) > cut and part.strings[index] == text
+                else self.intern(text)
+                for text, index in part._string_ids.items()
+            ]
+        )
+        values = _remap([self._value(raw) for raw in part.values])
+        threads = _remap([self._thread(*key) for key in part.thread_keys])
+        renumbered = {
+            "g_name": strings,
+            "h_name": strings,
+            "c_name": strings,
+            "f_name": strings,
+            "s_name": strings,
+            "c_stack": strings,
+            "c_dims": values,
+            "c_types": values,
+            "c_concrete": values,
+            "c_coll": values,
+            "h_thread": threads,
+            "c_thread": threads,
+            "f_thread": threads,
+        }
+        for name, column in vars(part).items():
+            if not isinstance(column, array) or not column:
+                continue
+            mine = getattr(self, name)
+            ids = renumbered.get(name)
+            if ids is None:
+                mine.extend(column)
+                continue
+            local = np.frombuffer(column, dtype=column.typecode)
+            found = np.where(local >= 0, ids[np.maximum(local, 0)], NO_ID)
+            mine.frombytes(found.astype(column.typecode).tobytes())
+        self.thread_names.update(part.thread_names)
+        self.process_names.update(part.process_names)
+        for label, count in part.skipped_categories.items():
+            self.skipped_categories[label] = self.skipped_categories.get(label, 0) + count
+        self.bad_times += part.bad_times
+        self.bad_durations += part.bad_durations
+        self.events += part.events
+
+    def _stack_id(self, stack: Any) -> int:
+        return self._intern_whole(stack) if isinstance(stack, str) else NO_ID
 
     def _collective(self, args: Any) -> int:
         if args.collective is None:
@@ -422,79 +490,89 @@ class Columns:
         )
         return start, np.maximum(end, start), valid
 
-    def _drop(self, prefix: str) -> None:
-        """Let a finished table's unsorted columns go: the sorted copies replace them, and a
-        large trace's peak memory is one table's columns twice over, not every table's."""
-        for name, value in list(vars(self).items()):
-            if name.startswith(prefix) and isinstance(value, array):
-                setattr(self, name, array(value.typecode))
+    def _times(self, prefix: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A table's start and end ns (``_ns``), its unsorted ts and dur let go."""
+        ts, dur = getattr(self, prefix + "ts"), getattr(self, prefix + "dur")
+        setattr(self, prefix + "ts", array(ts.typecode))
+        setattr(self, prefix + "dur", array(dur.typecode))
+        return self._ns(ts, dur)
+
+    def _sorted(self, name: str, order: np.ndarray, dtype: Any = np.int64) -> np.ndarray:
+        """A column in ``order``, widened to ``dtype``; the unsorted column is let go at once, so
+        that sorting a table holds one column twice, not the whole table."""
+        column = getattr(self, name)
+        setattr(self, name, array(column.typecode))
+        if name.endswith(("_grid", "_block")):
+            out: np.ndarray = np.asarray(column).reshape(-1, 3)[order]
+        else:
+            out = np.asarray(column)[order]
+        return out.astype(dtype, copy=False)
 
     def finish(self) -> dict[str, Any]:
-        def ids(col: array[int]) -> np.ndarray:
-            return np.asarray(col, dtype=np.int64)
-
-        g_start, g_end, ok = self._ns(self.g_ts, self.g_dur)
-        order = _valid(np.lexsort((g_start, ids(self.g_dev))), ok)
-        n = len(g_start)
+        take = self._sorted
+        g_start, g_end, ok = self._times("g_")
+        order = _valid(np.lexsort((g_start, np.asarray(self.g_dev))), ok)
         gpu = GpuOps(
-            device=ids(self.g_dev)[order],
-            stream=ids(self.g_stream)[order],
+            device=take("g_dev", order),
+            stream=take("g_stream", order),
             start_ns=g_start[order],
             end_ns=g_end[order],
-            name=ids(self.g_name)[order],
-            kind=np.asarray(self.g_kind, dtype=np.int8)[order],
-            correlation=ids(self.g_corr)[order],
-            grid=ids(self.g_grid).reshape(n, 3)[order],
-            block=ids(self.g_block).reshape(n, 3)[order],
-            nbytes=ids(self.g_bytes)[order],
-            graph=np.asarray(self.g_graph, dtype=bool)[order],
+            name=take("g_name", order),
+            kind=take("g_kind", order, np.int8),
+            correlation=take("g_corr", order),
+            grid=take("g_grid", order),
+            block=take("g_block", order),
+            nbytes=take("g_bytes", order),
+            graph=take("g_graph", order, bool),
         )
-        self._drop("g_")
-        h_start, h_end, ok = self._ns(self.h_ts, self.h_dur)
+        del g_start, g_end
+        h_start, h_end, ok = self._times("h_")
         order = _valid(np.argsort(h_start, kind="stable"), ok)
         host = HostCalls(
-            thread=ids(self.h_thread)[order],
+            thread=take("h_thread", order),
             start_ns=h_start[order],
             end_ns=h_end[order],
-            name=ids(self.h_name)[order],
-            correlation=ids(self.h_corr)[order],
+            name=take("h_name", order),
+            correlation=take("h_corr", order),
         )
-        self._drop("h_")
-        c_start, c_end, ok = self._ns(self.c_ts, self.c_dur)
+        del h_start, h_end
+        c_start, c_end, ok = self._times("c_")
         # Outer ops first when two start together, so containment scans see parents first.
         order = _valid(np.lexsort((-c_end, c_start)), ok)
+        c_start, c_end = c_start[order], c_end[order]
         cpu = CpuOps(
-            thread=ids(self.c_thread)[order],
-            start_ns=c_start[order],
-            end_ns=c_end[order],
-            name=ids(self.c_name)[order],
-            annotation=np.asarray(self.c_ann, dtype=bool)[order],
-            sequence=ids(self.c_seq)[order],
-            fwd_thread=ids(self.c_fwd)[order],
-            input_dims=ids(self.c_dims)[order],
-            input_types=ids(self.c_types)[order],
-            concrete_inputs=ids(self.c_concrete)[order],
-            call_stack=ids(self.c_stack)[order],
-            collective=ids(self.c_coll)[order],
+            thread=take("c_thread", order),
+            start_ns=c_start,
+            end_ns=c_end,
+            name=take("c_name", order),
+            annotation=take("c_ann", order, bool),
+            sequence=take("c_seq", order),
+            fwd_thread=take("c_fwd", order),
+            input_dims=take("c_dims", order),
+            input_types=take("c_types", order),
+            concrete_inputs=take("c_concrete", order),
+            call_stack=take("c_stack", order),
+            collective=take("c_coll", order),
         )
-        self._drop("c_")
-        f_start, f_end, ok = self._ns(self.f_ts, self.f_dur)
+        del c_start, c_end
+        f_start, f_end, ok = self._times("f_")
         order = _valid(np.lexsort((-f_end, f_start)), ok)
+        f_start, f_end = f_start[order], f_end[order]
         frames = PyFrames(
-            thread=ids(self.f_thread)[order],
-            start_ns=f_start[order],
-            end_ns=f_end[order],
-            name=ids(self.f_name)[order],
-            call_line=ids(self.f_line)[order],
+            thread=take("f_thread", order),
+            start_ns=f_start,
+            end_ns=f_end,
+            name=take("f_name", order),
+            call_line=take("f_line", order),
         )
-        self._drop("f_")
-        s_start, s_end, ok = self._ns(self.s_ts, self.s_dur)
+        del f_start, f_end
+        s_start, s_end, ok = self._times("s_")
         order = _valid(np.argsort(s_start, kind="stable"), ok)
         spans = Spans(
-            where=ids(self.s_dev)[order],
+            where=take("s_dev", order),
             start_ns=s_start[order],
             end_ns=s_end[order],
-            name=ids(self.s_name)[order],
+            name=take("s_name", order),
         )
         threads = tuple(
             Thread(pid=pid, tid=tid, name=self.thread_names.get((pid, tid), ""))

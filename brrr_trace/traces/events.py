@@ -98,6 +98,12 @@ class DecodeStats:
         self.unparseable = 0
         self.unescaped_quotes = 0
 
+    def add(self, other: DecodeStats) -> None:
+        self.bad_utf8 += other.bad_utf8
+        self.wrong_types += other.wrong_types
+        self.unparseable += other.unparseable
+        self.unescaped_quotes += other.unescaped_quotes
+
 
 def decode_batch(text: bytes, exact: bool, stats: DecodeStats) -> list[Any]:
     """Decode ``ev, ev, ...`` (no brackets), falling back step by step on dirt.

@@ -88,6 +88,12 @@ class RuleContext:
     def kind(self, row: int) -> KernelKind:
         return self.classes.kind[int(self.classes.op_kind[row])]
 
+    def of_kind(self, *kinds: KernelKind) -> np.ndarray:
+        """Per GPU op: whether its kind is one of ``kinds``."""
+        codes = [code for code, kind in enumerate(self.classes.kind) if kind in kinds]
+        found: np.ndarray = np.isin(self.classes.op_kind, codes)
+        return found
+
     def name(self, row: int) -> str:
         return self.trace.strings[int(self.trace.gpu.name[row])]
 

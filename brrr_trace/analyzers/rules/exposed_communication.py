@@ -52,7 +52,7 @@ class _Exposed:
 def exposed_communication(ctx: RuleContext) -> Iterator[RawFinding]:
     gpu = ctx.trace.gpu
     found = ctx.collectives
-    comm = np.array([ctx.kind(r) is KernelKind.COMMUNICATION for r in range(len(gpu))], dtype=bool)
+    comm = ctx.of_kind(KernelKind.COMMUNICATION)
     comm[found.launched_rows()] = True  # what the calls launched is theirs (staging copies)
     if not comm.any() and not found.calls:
         return

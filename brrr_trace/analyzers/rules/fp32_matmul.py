@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
+
 from brrr_trace.analyzers.kernels import is_tf32_kernel, kernel_dtype
 from brrr_trace.analyzers.replay import Fix
 from brrr_trace.analyzers.rules.context import RawFinding, RuleContext
@@ -21,14 +23,14 @@ def fp32_matmul(ctx: RuleContext) -> Iterator[RawFinding]:
     ratio = peak.simt_tflops.fp32 / peak.tensor_tflops.tf32
     if ratio >= 1:
         return
+    names, strings = ctx.trace.gpu.name, ctx.trace.strings
+    fp32 = np.zeros(len(strings), dtype=bool)
+    for sid in np.unique(names).tolist():
+        fp32[sid] = kernel_dtype(strings[sid]) == "fp32" and not is_tf32_kernel(strings[sid])
+    eligible = ctx.of_kind(KernelKind.GEMM, KernelKind.CONV) & fp32[names]
     for cost in ctx.costs:
-        rows = [
-            r
-            for r in ctx.rows(cost.line_id).tolist()
-            if ctx.kind(r) in (KernelKind.GEMM, KernelKind.CONV)
-            and kernel_dtype(ctx.name(r)) == "fp32"
-            and not is_tf32_kernel(ctx.name(r))
-        ]
+        line_rows = ctx.rows(cost.line_id)
+        rows = line_rows[eligible[line_rows]].tolist()
         if not rows:
             continue
         fix = Fix(

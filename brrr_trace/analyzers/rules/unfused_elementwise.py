@@ -26,30 +26,31 @@ _NOT_FUSABLE = re.compile(r"distribution|FillFunctor|random|normal_kernel|unifor
 def unfused_elementwise(ctx: RuleContext) -> Iterator[RawFinding]:
     """Runs of consecutive memory-bound pointwise kernels issued by one function."""
     gpu = ctx.trace.gpu
-    kinds = {KernelKind.ELEMENTWISE, KernelKind.REDUCTION, KernelKind.NORM}
-    memory = Regime.MEMORY
-    candidate = np.zeros(len(gpu), dtype=bool)
-    for row in np.flatnonzero(ctx.ops.line != NONE).tolist():
-        if (
-            ctx.kind(row) in kinds
-            and ctx.classes.regime[row] == _REGIME_CODE[memory]
-            and not ctx.name(row).startswith("triton_")
-            and not _NOT_FUSABLE.search(ctx.name(row))
-        ):
-            candidate[row] = True
+    strings = ctx.trace.strings
+    fusable = np.zeros(len(strings), dtype=bool)
+    for sid in np.unique(gpu.name).tolist():
+        text = strings[sid]
+        fusable[sid] = not text.startswith("triton_") and not _NOT_FUSABLE.search(text)
+    candidate = (
+        (ctx.ops.line != NONE)
+        & ctx.of_kind(KernelKind.ELEMENTWISE, KernelKind.REDUCTION, KernelKind.NORM)
+        & (ctx.classes.regime == _REGIME_CODE[Regime.MEMORY])
+        & fusable[gpu.name]
+    ).tolist()
     lines = ctx.locator.lines
     function_of = {k: (key.file, key.function) for k, key in enumerate(lines)}
-    invocation = _invocations(ctx)
+    invocation = _invocations(ctx).tolist()
+    line_of = ctx.ops.line.tolist()
     order = np.argsort(gpu.start_ns, kind="stable")
     runs: list[list[int]] = []
     current: list[int] = []
     for row in order.tolist():
-        fn = function_of.get(int(ctx.ops.line[row])) if candidate[row] else None
+        fn = function_of.get(line_of[row]) if candidate[row] else None
         # A run is one call of the function: the next call starts from its inputs again.
         if (
             fn is not None
             and current
-            and function_of[int(ctx.ops.line[current[-1]])] == fn
+            and function_of[line_of[current[-1]]] == fn
             and invocation[row] == invocation[current[-1]]
         ):
             current.append(row)

@@ -1,0 +1,129 @@
+"""A large trace's runs decoded in worker processes, merged in file order (architecture §3).
+
+Decoding and sorting events into columns is the loader's cost, one run of events at a time
+and independent between runs. The reading process hands each run's bytes to a worker (forked
+before the file is opened, so no reader thread is copied), each worker decodes it into the
+columns of a ``Columns`` of its own, and the reader merges those in file order: names, values
+and threads are renumbered into the reader's tables in the order a single process would have
+met them, so the trace is the same, id for id.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import deque
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from brrr_trace.errors import BrrrError
+from brrr_trace.traces.columns import Columns
+from brrr_trace.traces.events import DecodeStats, decode_batch
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+# multiprocessing and concurrent.futures are imported where a pool starts: a command that reads
+# small traces does not pay for them.
+
+# Below this many bytes of JSON a second process costs more than it saves (forking and
+# starting a worker takes tens of ms; a run decodes at ~100 MB/s per core).
+MIN_PARALLEL_BYTES = 32 << 20
+# Runs queued per worker: enough that a worker never waits for the reader, few enough that the
+# queued runs (4 MiB each) add little memory.
+_QUEUED_PER_WORKER = 2
+
+
+def workers_for(path: str, asked: int) -> int:
+    """How many worker processes to decode ``path`` with (1: decode in this process).
+
+    ``asked`` 0 is one per core, at most 4. Only a plain file large enough, only where ``fork``
+    exists and is safe (Linux), and never inside a daemonic process (which may not have
+    children: the language server's analysis)."""
+    if asked == 1 or not sys.platform.startswith("linux"):
+        return 1
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return 1
+    if path.endswith(".gz"):
+        size *= 8  # about what Kineto's JSON inflates to
+    if size < MIN_PARALLEL_BYTES:
+        return 1
+    import multiprocessing
+
+    if multiprocessing.current_process().daemon:
+        return 1
+    if asked > 1:
+        return asked
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 4))
+
+
+def _decode_run(run: bytes, exact: bool, max_name_chars: int) -> tuple[Columns, DecodeStats]:
+    """In a worker: one run of events as columns of their own."""
+    stats = DecodeStats()
+    columns = Columns(exact=exact, max_name_chars=max_name_chars)
+    columns.add(decode_batch(run, exact, stats))
+    return columns, stats
+
+
+def _ready() -> None:
+    """A no-op task: makes the pool fork its workers now."""
+
+
+class RunDecoder:
+    """A pool of forked workers that turns runs of events into ``Columns``, in order."""
+
+    def __init__(self, workers: int) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.workers = workers
+        self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+        # Fork every worker before the caller opens the trace (a .json.gz is inflated by a
+        # thread, which a fork must not copy).
+        for future in [self._pool.submit(_ready) for _ in range(workers)]:
+            future.result()
+
+    def decode(
+        self, runs: Iterator[bytes], exact_of: Any, max_name_chars: int
+    ) -> Iterator[tuple[bytes, Columns, DecodeStats]]:
+        """Each run with its columns, in the order of ``runs``; ``exact_of()`` says how the
+        runs' timestamps are read (known once the first run is out)."""
+        pending: deque[tuple[bytes, Future[tuple[Columns, DecodeStats]]]] = deque()
+        limit = self.workers * _QUEUED_PER_WORKER
+        try:
+            for run in runs:
+                pending.append(
+                    (run, self._pool.submit(_decode_run, run, exact_of(), max_name_chars))
+                )
+                while len(pending) >= limit:
+                    yield self._next(pending)
+            while pending:
+                yield self._next(pending)
+        finally:
+            for _, future in pending:
+                future.cancel()
+
+    @staticmethod
+    def _next(
+        pending: deque[tuple[bytes, Future[tuple[Columns, DecodeStats]]]],
+    ) -> tuple[bytes, Columns, DecodeStats]:
+        from concurrent.futures.process import BrokenProcessPool
+
+        run, future = pending.popleft()
+        try:
+            columns, stats = future.result()
+        except BrokenProcessPool:
+            raise BrrrError(
+                "a process decoding the trace stopped abruptly (out of memory, or killed); "
+                "AnalysisOptions(load_workers=1) decodes it in this process."
+            ) from None
+        return run, columns, stats
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
