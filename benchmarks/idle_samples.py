@@ -6,7 +6,8 @@ Each real-code program was profiled as usual while ``tests/data/realcode/line_sa
 sampled, every 100 µs, the line its main thread was running (the innermost frame in the
 program's files, ``f_lineno``). From the raw trace and the samples alone, sharing no code with
 brrr-trace, every GPU idle gap (between the union of the device's kernels, copies and sets) is
-split among the samples, and each piece belongs to its sample's line. A piece the main thread
+split among the samples, and each piece belongs to its sample's line (or, where no sample can
+say, to the function that ran). A piece the main thread
 spent inside a ``backward()`` call belongs to what the autograd engine's thread was running
 then: a node (the forward line of the op that created it, by the node's sequence number: the
 line whose backward launched late), or a function of the program itself (a hook, a custom
@@ -24,6 +25,13 @@ brrr-trace by construction; ``--loo`` measures the sample rules):
 - What a sample covers. The sampled frame's line cannot change while a call it made runs, so
   the call (or op) in progress at the sample, as the trace records it, ran on that line from its
   start to its end, except where it ran the program's own code (frames with lines of their own).
+- Whose time a sample shares. A sample names the line of the innermost frame of the program's
+  files; while another frame of the program runs innermost (the trace records each frame), that
+  line is not the one running. So each frame's samples share out the time in which that frame
+  ran innermost, and only that time. Where a frame has no sample within 1 ms (a short call
+  between two samples), the samples cannot say which of its lines ran: that time is checked by
+  function (``file:first-last``), and brrr-trace's charges to any line of that function agree
+  with it. The column ``checked by function`` says how much of the idle that is.
 - Between samples. The samples come about 165 µs apart, more while the main thread holds the
   GIL; the stretch between what two neighbours cover is split in the middle (the switch is as
   likely early as late). Holding each line until the next sample, as this check first did, put
@@ -36,8 +44,7 @@ brrr-trace by construction; ``--loo`` measures the sample rules):
   node of the next step's backward). The pieces are cut wherever the engine starts or ends a
   node or a function, so that each has one owner.
 - The engine's Python. The samples are of the main thread, so which statement of a hook ran is
-  not known: such time is checked by function (``file:first-last``), and brrr-trace's charges
-  to any line of that function agree with it.
+  not known: such time is checked by function too.
 
 brrr-trace's per-line idle charges on the same trace are compared with these: the agreement is
 the sum over lines of the smaller of the two, over all idle time. Gaps more than 1 ms from
@@ -176,6 +183,31 @@ def _known(
         if j < len(own_starts) and own_starts[j] < b:
             b = own_starts[j]
         out.append((min(a, t), max(b, t)))
+    return out
+
+
+def _innermost(frames: list[tuple[int, int, str]]) -> list[tuple[int, int, int]]:
+    """(start, end, k): the stretches in which frames[k] runs innermost, in time order (the
+    frames nested, sorted by start, outer first on a tie)."""
+    out: list[tuple[int, int, int]] = []
+    stack: list[int] = []
+    cursor = frames[0][0] if frames else 0
+
+    def until(t: int) -> None:
+        nonlocal cursor
+        if stack and t > cursor:
+            out.append((cursor, t, stack[-1]))
+        cursor = max(cursor, t)
+
+    for k, (a, _, _) in enumerate(frames):
+        while stack and frames[stack[-1]][1] <= a:
+            until(frames[stack[-1]][1])
+            stack.pop()
+        until(a)
+        stack.append(k)
+    while stack:
+        until(frames[stack[-1]][1])
+        stack.pop()
     return out
 
 
@@ -344,12 +376,12 @@ def checked(
 
     bounds = _bounds(times, known)
 
-    def nearest(t: int) -> int:
-        return min(len(times) - 1, max(0, bisect.bisect_right(bounds, t) - 1))
-
     def near(k: int, t: int) -> bool:
         """Whether sample k says anything about t: it covers t, or was taken within 1 ms."""
         return known[k][0] - _NEAR_NS <= t <= known[k][1] + _NEAR_NS
+
+    def nearest(t: int) -> int:
+        return min(len(times) - 1, max(0, bisect.bisect_right(bounds, t) - 1))
 
     def line_at(t: int) -> str | None:
         k = nearest(t)
@@ -357,27 +389,83 @@ def checked(
 
     backward = _Backward(events, line_at, files)
     owners: dict[str, int] = {}
+
+    def own(a: int, b: int, line: str) -> None:
+        """[a, b) ran ``line``; inside a backward() call, the engine's work owns it."""
+        sampled = line.rsplit(":", 1)[1].isdigit()
+        parts = backward.pieces(a, b) if sampled and ".backward(" in text(line) else [(a, b, None)]
+        for x, y, owner in parts:
+            owners[owner or line] = owners.get(owner or line, 0) + y - x
+            if pieces is not None:
+                pieces.append((x, y, owner or line))
+
+    # A sample speaks for its own frame only: while another frame of the program runs innermost,
+    # the sampled line is not the one running. Each frame's samples share out its own time.
+    calls = _calls(events, _thread_of(events, "): main"))
+    frames = [c for c in calls if _file_of(c[2]) in files and "): " in c[2]]
+    turns = _innermost(frames)
+    turn_starts = [a for a, _, _ in turns]
+    by_frame: dict[int, list[int]] = {}
+    for k, t in enumerate(times):
+        j = bisect.bisect_right(turn_starts, t) - 1
+        if j >= 0 and t < turns[j][1]:
+            frame = turns[j][2]
+            if _file_of(frames[frame][2]) == lines[k].rsplit(":", 1)[0]:
+                by_frame.setdefault(frame, []).append(k)
+    frame_bounds = {
+        frame: _bounds([times[k] for k in ks], [known[k] for k in ks])
+        for frame, ks in by_frame.items()
+    }
+
+    def function(frame: int) -> str:
+        name = frames[frame][2]
+        file, first = _file_of(name), int(name.split("(", 1)[1].split(")", 1)[0])
+        lo, hi = _functions(file).get(first, (first, first))
+        return f"{file}:{lo}-{hi}"
+
+    def share(a: int, b: int, frame: int) -> None:
+        """[a, b), in which ``frame`` ran innermost, among that frame's samples; where none of
+        them is within 1 ms of what it covers, the frame's function (which line, unknown)."""
+        ks = by_frame.get(frame)
+        if not ks:
+            own(a, b, function(frame))
+            return
+        fb = frame_bounds[frame]
+        m = min(len(ks) - 1, max(0, bisect.bisect_right(fb, a) - 1))
+        t = a
+        while t < b:
+            end = b if m + 1 == len(ks) else min(max(fb[m + 1], t), b)
+            k = ks[m]
+            lo, hi = max(t, known[k][0] - _NEAR_NS), min(end, known[k][1] + _NEAR_NS)
+            if lo < hi:
+                if t < lo:
+                    own(t, lo, function(frame))
+                own(lo, hi, lines[k])
+                if hi < end:
+                    own(hi, end, function(frame))
+            elif t < end:
+                own(t, end, function(frame))
+            t = end
+            m += 1
+
     left_out = 0
     for g0, g1 in _gaps(events):
-        k = nearest(g0)
-        if not near(k, g0):
-            left_out += g1 - g0
-            continue
         t = g0
+        j = max(0, bisect.bisect_right(turn_starts, g0) - 1)
         while t < g1:
-            piece_end = g1 if k + 1 == len(times) else min(bounds[k + 1], g1)
-            line = lines[k]
-            if ".backward(" in text(line):
-                for x, y, owner in backward.pieces(t, piece_end):
-                    owners[owner or line] = owners.get(owner or line, 0) + y - x
-                    if pieces is not None:
-                        pieces.append((x, y, owner or line))
-            else:
-                owners[line] = owners.get(line, 0) + piece_end - t
-                if pieces is not None:
-                    pieces.append((t, piece_end, line))
-            t = piece_end
-            k += 1
+            while j < len(turns) and turns[j][1] <= t:
+                j += 1
+            if j < len(turns) and turns[j][0] <= t:
+                end = min(turns[j][1], g1)
+                share(t, end, turns[j][2])
+            else:  # no frame of the program runs: the nearest sample, if one is near
+                end = min(turns[j][0], g1) if j < len(turns) else g1
+                k = nearest(t)
+                if near(k, t):
+                    own(t, end, lines[k])
+                else:
+                    left_out += end - t
+            t = end
     return owners, left_out
 
 
@@ -405,6 +493,11 @@ def brrr(trace: Path) -> tuple[dict[str, int], int, int]:
     device = max(timeline.devices, key=lambda d: d.busy_ns)
     no_line = device.idle_ns - sum(ns for where, ns in ours.items() if where != "-")
     return ours, max(0, no_line), device.span_ns
+
+
+def _is_function(where: str) -> bool:
+    """A check key ``file:first-last``: a function of the program, not one of its lines."""
+    return not where.rsplit(":", 1)[-1].isdigit()
 
 
 def _agreement(check: dict[str, int], ours: dict[str, int]) -> int:
@@ -455,10 +548,13 @@ def main() -> int:
         n = max(1, sums[0])
         print(f"| all | {sums[0]} | " + " | ".join(f"{100 * c / n:.1f}%" for c in sums[1:]) + " |")
         return 0
-    print("| program | idle, ms | left out, ms | same line | idle on no line, % of span |")
-    print("|---|---:|---:|---:|---:|")
+    print(
+        "| program | idle, ms | left out, ms | checked by function, % | same line "
+        "| idle on no line, % of span |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
     weighted = total_ns = 0.0
-    no_line_ns = span_ns = 0
+    no_line_ns = span_ns = function_ns = 0
     for samples in sorted(folder.glob("*.samples.json.gz")):
         program = samples.name.removesuffix(".samples.json.gz")
         trace = folder / f"{program}.json.gz"
@@ -470,8 +566,11 @@ def main() -> int:
         total_ns += total
         no_line_ns += no_line
         span_ns += span
+        by_function = sum(ns for where, ns in check.items() if _is_function(where))
+        function_ns += by_function
         print(
-            f"| {program} | {total / 1e6:.2f} | {left / 1e6:.2f} | {100 * share:.1f}% "
+            f"| {program} | {total / 1e6:.2f} | {left / 1e6:.2f} "
+            f"| {100 * by_function / max(1, total):.1f}% | {100 * share:.1f}% "
             f"| {100 * no_line / max(1, span):.2f}% |"
         )
         if args.verbose:
@@ -479,8 +578,8 @@ def main() -> int:
             for line, a, b in sorted(pairs, key=lambda p: -abs(p[1] - p[2]))[:4]:
                 print(f"|   {line} | check {a / 1e6:.2f} | brrr {b / 1e6:.2f} | |")
     print(
-        f"| all | {total_ns / 1e6:.2f} | | {100 * weighted / max(1, total_ns):.1f}% "
-        f"| {100 * no_line_ns / max(1, span_ns):.2f}% |"
+        f"| all | {total_ns / 1e6:.2f} | | {100 * function_ns / max(1, total_ns):.1f}% "
+        f"| {100 * weighted / max(1, total_ns):.1f}% | {100 * no_line_ns / max(1, span_ns):.2f}% |"
     )
     return 0
 
