@@ -111,12 +111,15 @@ class Locator:
         self._marker_rows = np.flatnonzero(marked)
         self._markers = Innermost(cpu.thread[marked], cpu.start_ns[marked], cpu.end_ns[marked])
 
+    def _backward_index(self) -> BackwardIndex:
+        if self._backward is None:
+            self._backward = BackwardIndex(self.trace)
+        return self._backward
+
     def backward_points(self, thread: np.ndarray, t: np.ndarray) -> BackwardPoints:
         """Where the forward code of backward work at (thread, t) ran; Python code that the
         engine itself runs (hooks, a custom ``Function.backward``) stays where it is."""
-        if self._backward is None:
-            self._backward = BackwardIndex(self.trace)
-        found = self._backward.points(thread, t)
+        found = self._backward_index().points(thread, t)
         if len(self.user_rows) and found.inside.any():
             local = self.user_frames.at_many(thread, t)
             own = found.inside & (local != NONE)
@@ -472,8 +475,7 @@ class Locator:
         its innermost user frame, call sites recovered as in ``lines_at``; NONE where no user
         frame was running. The statement can change only where a Python call starts or ends,
         so [a, b) is cut there (at most ``_MAX_CUTS`` pieces, evenly thinned beyond that)."""
-        cuts = self._frame_edges(thread)
-        cuts = cuts[np.searchsorted(cuts, a, side="right") : np.searchsorted(cuts, b, side="left")]
+        cuts = _inside(self._frame_edges(thread), a, b)
         if len(cuts) > _MAX_CUTS:
             cuts = cuts[np.linspace(0, len(cuts) - 1, _MAX_CUTS).astype(np.int64)]
         edges = np.concatenate(([a], cuts, [b])).astype(np.int64)
@@ -491,13 +493,81 @@ class Locator:
                 out[line] = out.get(line, 0) + ns
         return list(out.items())
 
+    def engine_lines_over(self, thread: int, a: int, b: int, launch: int) -> list[tuple[int, int]]:
+        """(line id, ns) behind [a, b) on an autograd engine thread whose launch at ``launch``
+        ended a host gap. While the engine runs a node: the node's forward line (the engine's
+        own Python, a hook or a custom backward, keeps its line); between two nodes of the same
+        ``backward()`` call, or in one that no forward op made (AccumulateGrad): the next node
+        that one made; before that call began or after its last node: the statement the
+        calling thread ran. [] when the launch is in no such call."""
+        index = self._backward_index()
+        call = index.call_at(launch)
+        if call == NONE:
+            return []
+        frames = self.trace.frames
+        caller = int(frames.thread[call])
+        c0, c1 = int(frames.start_ns[call]), int(frames.end_ns[call])
+        cuts = np.union1d(*(_inside(self._frame_edges(h), a, b) for h in (thread, caller)))
+        if len(cuts) > _MAX_CUTS:
+            cuts = cuts[np.linspace(0, len(cuts) - 1, _MAX_CUTS).astype(np.int64)]
+        edges = np.concatenate(([a], cuts, [b])).astype(np.int64)
+        widths = np.diff(edges)
+        mids = edges[:-1] + widths // 2
+        engine = np.full(len(mids), thread, dtype=np.int64)
+        in_call = (mids >= c0) & (mids < c1)
+        points = mids.copy()
+        # A node with no forward op of its own (AccumulateGrad) counts as a pause before the
+        # next node that has one.
+        at = self.backward_points(engine, mids)
+        in_node = in_call & at.inside & (at.made | (at.thread == NONE))
+        between = np.flatnonzero(in_call & ~in_node)
+        upcoming = index.next_node(thread, mids[between])
+        soon = (upcoming != NONE) & (upcoming < c1)
+        points[between[soon]] = upcoming[soon]
+        by_engine = in_node.copy()
+        by_engine[between[soon]] = True
+        lines = np.full(len(mids), NONE, dtype=np.int64)
+        if by_engine.any():
+            lines[by_engine] = self.work_lines(engine[by_engine], points[by_engine]).line
+        by_caller = np.flatnonzero(~by_engine)
+        if len(by_caller) and len(self.user_rows):
+            callers = np.full(len(by_caller), caller, dtype=np.int64)
+            local = self.user_frames.at_many(callers, mids[by_caller])
+            user = np.flatnonzero(local != NONE)
+            lines[by_caller[user]] = self.lines_at(
+                callers[user], mids[by_caller[user]], local[user]
+            )
+        out: dict[int, int] = {}
+        for line, ns in zip(lines.tolist(), widths.tolist(), strict=True):
+            if ns > 0:
+                out[line] = out.get(line, 0) + ns
+        return list(out.items())
+
+    def calls_between(self, thread: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Whether a Python call starts or ends on the thread inside (a, b): only then can the
+        running statement change within the window (``lines_over``)."""
+        out = np.zeros(len(a), dtype=bool)
+        for h in np.unique(thread).tolist():
+            sel = np.flatnonzero(thread == h)
+            cuts = self._frame_edges(int(h))
+            out[sel] = np.searchsorted(cuts, b[sel], side="left") > np.searchsorted(
+                cuts, a[sel], side="right"
+            )
+        return out
+
     def _frame_edges(self, thread: int) -> np.ndarray:
-        """Sorted times where a Python call starts or ends on the thread."""
+        """Sorted times where a Python call or an ATen op starts or ends on the thread: an
+        operator (``a < b``, ``x - y``) runs its op with no Python call around it."""
         found = self._edges.get(thread)
         if found is None:
-            frames = self.trace.frames
+            frames, cpu = self.trace.frames, self.trace.cpu_ops
             mine = frames.thread == thread
-            found = np.unique(np.concatenate((frames.start_ns[mine], frames.end_ns[mine])))
+            ops = (cpu.thread == thread) & ~cpu.annotation
+            found = np.unique(
+                np.concatenate(
+                    (frames.start_ns[mine], frames.end_ns[mine], cpu.start_ns[ops], cpu.end_ns[ops])
+                )
+            )
             self._edges[thread] = found
         return found
 
@@ -532,6 +602,11 @@ class _Children:
     ends: np.ndarray
     exact: tuple[int | None, ...]  # the recorder's call-site line of child frames
     aligned: tuple[int | None, ...]  # lines recovered from the source
+
+
+def _inside(times: np.ndarray, a: int, b: int) -> np.ndarray:
+    """The sorted times strictly inside (a, b)."""
+    return times[np.searchsorted(times, a, side="right") : np.searchsorted(times, b, side="left")]
 
 
 def outermost_ops(trace: Trace) -> np.ndarray:

@@ -360,20 +360,29 @@ def _classify(
         in_backward = locator.backward_points(thread[host_idx], launched_at[host_idx]).inside
         at_start = locator.lines_at(thread[host_idx], g0[host_idx])
         at_start = np.where(in_backward | (at_start == NONE), next_of, at_start)
-        same = in_backward | (
-            locator.user_frames.positions(thread[host_idx], g0[host_idx])
-            == locator.user_frames.positions(thread[host_idx], g1[host_idx])
-        )
+        # One statement ran throughout where no call or op started or ended in the gap.
+        same = ~in_backward & ~locator.calls_between(thread[host_idx], g0[host_idx], g1[host_idx])
         cost = profiler_cost(thread[host_idx], g0[host_idx], g1[host_idx])
         gap_owner[host_idx] = at_start
         charge_many(at_start[same], (g1 - g0)[host_idx[same]], IdleCause.HOST, cost[same])
         rest = ~same
-        for k, c, fallback in zip(
-            host_idx[rest].tolist(), cost[rest].tolist(), next_of[rest].tolist(), strict=True
+        for k, c, fallback, engine in zip(
+            host_idx[rest].tolist(),
+            cost[rest].tolist(),
+            next_of[rest].tolist(),
+            in_backward[rest].tolist(),
+            strict=True,
         ):
             length = int(g1[k] - g0[k])
+            h, a, b = int(thread[k]), int(g0[k]), int(g1[k])
+            # The engine's gaps go node by node; the rest, statement by statement.
+            pieces = (
+                locator.engine_lines_over(h, a, b, int(launched_at[k]))
+                if engine
+                else locator.lines_over(h, a, b)
+            ) or [(NONE, length)]
             most = 0
-            for line, ns in locator.lines_over(int(thread[k]), int(g0[k]), int(g1[k])):
+            for line, ns in pieces:
                 line_owner = fallback if line == NONE else line
                 charge(line_owner, IdleCause.HOST, ns, c * ns // length if length else 0)
                 if ns > most:
