@@ -473,8 +473,9 @@ class Locator:
     def lines_over(self, thread: int, a: int, b: int) -> list[tuple[int, int]]:
         """(line id, ns) of the user code a thread ran during [a, b): the statement running in
         its innermost user frame, call sites recovered as in ``lines_at``; NONE where no user
-        frame was running. The statement can change only where a Python call starts or ends,
-        so [a, b) is cut there (at most ``_MAX_CUTS`` pieces, evenly thinned beyond that)."""
+        frame was running. The statement can change only where a Python call or an ATen op
+        starts or ends, so [a, b) is cut there (at most ``_MAX_CUTS`` pieces, evenly thinned
+        beyond that)."""
         cuts = _inside(self._frame_edges(thread), a, b)
         if len(cuts) > _MAX_CUTS:
             cuts = cuts[np.linspace(0, len(cuts) - 1, _MAX_CUTS).astype(np.int64)]
@@ -544,8 +545,8 @@ class Locator:
         return list(out.items())
 
     def calls_between(self, thread: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Whether a Python call starts or ends on the thread inside (a, b): only then can the
-        running statement change within the window (``lines_over``)."""
+        """Whether a Python call or an ATen op starts or ends on the thread inside (a, b): only
+        then can the running statement change within the window (``lines_over``)."""
         out = np.zeros(len(a), dtype=bool)
         for h in np.unique(thread).tolist():
             sel = np.flatnonzero(thread == h)
