@@ -405,23 +405,30 @@ def checked(
     frames = [c for c in calls if _file_of(c[2]) in files and "): " in c[2]]
     turns = _innermost(frames)
     turn_starts = [a for a, _, _ in turns]
-    by_frame: dict[int, list[int]] = {}
-    for k, t in enumerate(times):
-        j = bisect.bisect_right(turn_starts, t) - 1
-        if j >= 0 and t < turns[j][1]:
-            frame = turns[j][2]
-            if _file_of(frames[frame][2]) == lines[k].rsplit(":", 1)[0]:
-                by_frame.setdefault(frame, []).append(k)
-    frame_bounds = {
-        frame: _bounds([times[k] for k in ks], [known[k] for k in ks])
-        for frame, ks in by_frame.items()
-    }
 
     def function(frame: int) -> str:
         name = frames[frame][2]
         file, first = _file_of(name), int(name.split("(", 1)[1].split(")", 1)[0])
         lo, hi = _functions(file).get(first, (first, first))
         return f"{file}:{lo}-{hi}"
+
+    def of_frame(line: str, frame: int) -> bool:
+        """Whether a sampled line is one of the frame's function (the same file is not enough:
+        a call between two functions of one file)."""
+        file, span = function(frame).rsplit(":", 1)
+        lo, hi = (int(x) for x in span.split("-"))
+        sampled_file, number = line.rsplit(":", 1)
+        return sampled_file == file and (lo == hi or lo <= int(number) <= hi)
+
+    by_frame: dict[int, list[int]] = {}
+    for k, t in enumerate(times):
+        j = bisect.bisect_right(turn_starts, t) - 1
+        if j >= 0 and t < turns[j][1] and of_frame(lines[k], turns[j][2]):
+            by_frame.setdefault(turns[j][2], []).append(k)
+    frame_bounds = {
+        frame: _bounds([times[k] for k in ks], [known[k] for k in ks])
+        for frame, ks in by_frame.items()
+    }
 
     def share(a: int, b: int, frame: int) -> None:
         """[a, b), in which ``frame`` ran innermost, among that frame's samples; where none of
