@@ -264,3 +264,24 @@ def test_a_late_backward_goes_node_by_node_and_the_call_before_it_to_its_line(
     # node (and 25-35 waited for relu's forward kernel); 310-500 AccumulateGrad and the wait
     # went to the next node a forward op made, mm's.
     assert idle_by_line(report) == {4: 55.0, 3: 10.0 + 200.0, 2: 190.0}
+
+
+def test_without_python_frames_a_host_gap_stays_with_the_line_at_its_start(
+    tmp_path: Path,
+) -> None:
+    # A legacy trace: lines only from each op's "Call stack", no frames to cut a gap by. The GPU
+    # runs dry inside line 42's op (the loader); ops of the loader run in the gap, then line 44's.
+    def stacked(name: str, ts: float, dur: float, line: int) -> dict:
+        return op(name, ts, dur, **{"Call stack": f"/home/me/train.py({line}): <module>"})
+
+    events = [
+        stacked("aten::copy_", 0.0, 30.0, 42),
+        launch(5.0, corr=1),
+        kernel(ADD, 10.0, 10.0, corr=1),  # ends at 20
+        stacked("aten::stack", 100.0, 50.0, 42),
+        stacked("aten::to", 300.0, 20.0, 44),
+        launch(305.0, corr=2),
+        kernel(ADD, 310.0, 10.0, corr=2),
+    ]
+    report = analyze(write(tmp_path / "t.json", events))
+    assert idle_by_line(report) == {42: 290.0}

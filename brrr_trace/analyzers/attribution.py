@@ -544,6 +544,11 @@ class Locator:
                 out[line] = out.get(line, 0) + ns
         return list(out.items())
 
+    def has_user_frames(self, thread: np.ndarray) -> np.ndarray:
+        """Whether each thread ran any user Python frame in the trace."""
+        threads = np.unique(self.trace.frames.thread[self.user_rows])
+        return np.isin(thread, threads)
+
     def calls_between(self, thread: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Whether a Python call or an ATen op starts or ends on the thread inside (a, b): only
         then can the running statement change within the window (``lines_over``)."""

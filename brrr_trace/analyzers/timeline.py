@@ -360,8 +360,12 @@ def _classify(
         in_backward = locator.backward_points(thread[host_idx], launched_at[host_idx]).inside
         at_start = locator.lines_at(thread[host_idx], g0[host_idx])
         at_start = np.where(in_backward | (at_start == NONE), next_of, at_start)
-        # One statement ran throughout where no call or op started or ended in the gap.
-        same = ~in_backward & ~locator.calls_between(thread[host_idx], g0[host_idx], g1[host_idx])
+        # One statement ran throughout where no call or op started or ended in the gap. A thread
+        # with no Python frames (a legacy ``Call stack`` trace) has no statements to cut by:
+        # its gap stays with the line running when the GPU ran dry.
+        framed = locator.has_user_frames(thread[host_idx])
+        cuts = locator.calls_between(thread[host_idx], g0[host_idx], g1[host_idx])
+        same = ~in_backward & ~(cuts & framed)
         cost = profiler_cost(thread[host_idx], g0[host_idx], g1[host_idx])
         gap_owner[host_idx] = at_start
         charge_many(at_start[same], (g1 - g0)[host_idx[same]], IdleCause.HOST, cost[same])
