@@ -66,6 +66,8 @@ class Locator:
         self._parents: np.ndarray | None = None
         self._top_ops: tuple[np.ndarray, Innermost, Innermost, np.ndarray] | None = None
         self._callers: dict[int, tuple[int, ...]] = {}
+        # (frame name id, line, precision) -> line id: statements are looked up many times.
+        self._statements: dict[tuple[int, int, Precision], int] = {}
         self.lines: list[LineKey] = []
         self._line_ids: dict[tuple[str, int, str], int] = {}
         frames = trace.frames
@@ -321,9 +323,14 @@ class Locator:
         return out
 
     def _statement_id(self, name_id: int, line: int, precision: Precision) -> int:
-        parsed = parse_frame(self.trace.strings[name_id])
-        assert parsed is not None
-        return self._intern(LineKey(parsed.file, line, parsed.function, precision))
+        key = (name_id, line, precision)
+        found = self._statements.get(key)
+        if found is None:
+            parsed = parse_frame(self.trace.strings[name_id])
+            assert parsed is not None
+            found = self._intern(LineKey(parsed.file, line, parsed.function, precision))
+            self._statements[key] = found
+        return found
 
     def _body(self, name_id: int) -> Body | None:
         if name_id in self._bodies:
