@@ -501,27 +501,43 @@ class Locator:
                 out[line] = out.get(line, 0) + ns
         return list(out.items())
 
-    def engine_lines_over(self, thread: int, a: int, b: int, launch: int) -> list[tuple[int, int]]:
-        """(line id, ns) behind [a, b) on an autograd engine thread whose launch at ``launch``
-        ended a host gap. While the engine runs a node: the node's forward line (the engine's
-        own Python, a hook or a custom backward, keeps its line); between two nodes of the same
-        ``backward()`` call, or in one that no forward op made (AccumulateGrad): the next node
-        that one made; before that call began or after its last node: the statement the
-        calling thread ran. [] when the launch is in no such call."""
+    def engine_lines_over(
+        self, thread: np.ndarray, a: np.ndarray, b: np.ndarray, launch: np.ndarray
+    ) -> list[list[tuple[int, int]]]:
+        """For each window [a, b) of an autograd engine thread whose launch at ``launch`` ended a
+        host gap: (line id, ns) behind it. While the engine runs a node: the node's forward line
+        (the engine's own Python, a hook or a custom backward, keeps its line); between two
+        nodes of the same ``backward()`` call, or in one that no forward op made
+        (AccumulateGrad): the next node that one made; before that call began or after its last
+        node: the statement the calling thread ran. [] for a launch in no such call. All
+        windows are looked up together: a trace can have many."""
         index = self._backward_index()
-        call = index.call_at(launch)
-        if call == NONE:
-            return []
         frames = self.trace.frames
-        caller = int(frames.thread[call])
-        c0, c1 = int(frames.start_ns[call]), int(frames.end_ns[call])
-        cuts = np.union1d(*(_inside(self._frame_edges(h), a, b) for h in (thread, caller)))
-        if len(cuts) > _MAX_CUTS:
-            cuts = cuts[np.linspace(0, len(cuts) - 1, _MAX_CUTS).astype(np.int64)]
-        edges = np.concatenate(([a], cuts, [b])).astype(np.int64)
-        widths = np.diff(edges)
-        mids = edges[:-1] + widths // 2
-        engine = np.full(len(mids), thread, dtype=np.int64)
+        parts: list[tuple[int, np.ndarray, np.ndarray, int, int, int, int]] = []
+        for k, (h, x, y, at) in enumerate(
+            zip(thread.tolist(), a.tolist(), b.tolist(), launch.tolist(), strict=True)
+        ):
+            call = index.call_at(at)
+            if call == NONE:
+                continue
+            caller = int(frames.thread[call])
+            cuts = np.union1d(*(_inside(self._frame_edges(t), x, y) for t in (h, caller)))
+            if len(cuts) > _MAX_CUTS:
+                cuts = cuts[np.linspace(0, len(cuts) - 1, _MAX_CUTS).astype(np.int64)]
+            edges = np.concatenate(([x], cuts, [y])).astype(np.int64)
+            widths = np.diff(edges)
+            began, ended = int(frames.start_ns[call]), int(frames.end_ns[call])
+            parts.append((k, edges[:-1] + widths // 2, widths, h, caller, began, ended))
+        out: list[list[tuple[int, int]]] = [[] for _ in range(len(a))]
+        if not parts:
+            return out
+
+        def each(column: int) -> np.ndarray:
+            return np.concatenate([np.full(len(p[1]), p[column], dtype=np.int64) for p in parts])
+
+        mids = np.concatenate([p[1] for p in parts])
+        widths = np.concatenate([p[2] for p in parts])
+        window, engine, callers, c0, c1 = (each(c) for c in (0, 3, 4, 5, 6))
         in_call = (mids >= c0) & (mids < c1)
         points = mids.copy()
         # A node with no forward op of its own (AccumulateGrad) counts as a pause before the
@@ -529,8 +545,11 @@ class Locator:
         at = self.backward_points(engine, mids)
         in_node = in_call & at.inside & (at.made | (at.thread == NONE))
         between = np.flatnonzero(in_call & ~in_node)
-        upcoming = index.next_node(thread, mids[between])
-        soon = (upcoming != NONE) & (upcoming < c1)
+        upcoming = np.full(len(between), NONE, dtype=np.int64)
+        for h in np.unique(engine[between]).tolist():
+            sel = np.flatnonzero(engine[between] == h)
+            upcoming[sel] = index.next_node(int(h), mids[between[sel]])
+        soon = (upcoming != NONE) & (upcoming < c1[between])
         points[between[soon]] = upcoming[soon]
         by_engine = in_node.copy()
         by_engine[between[soon]] = True
@@ -539,17 +558,16 @@ class Locator:
             lines[by_engine] = self.work_lines(engine[by_engine], points[by_engine]).line
         by_caller = np.flatnonzero(~by_engine)
         if len(by_caller) and len(self.user_rows):
-            callers = np.full(len(by_caller), caller, dtype=np.int64)
-            local = self.user_frames.at_many(callers, mids[by_caller])
-            user = np.flatnonzero(local != NONE)
-            lines[by_caller[user]] = self.lines_at(
-                callers[user], mids[by_caller[user]], local[user]
-            )
-        out: dict[int, int] = {}
-        for line, ns in zip(lines.tolist(), widths.tolist(), strict=True):
+            local = self.user_frames.at_many(callers[by_caller], mids[by_caller])
+            user = by_caller[local != NONE]
+            lines[user] = self.lines_at(callers[user], mids[user], local[local != NONE])
+        sums: dict[tuple[int, int], int] = {}
+        for k, line, ns in zip(window.tolist(), lines.tolist(), widths.tolist(), strict=True):
             if ns > 0:
-                out[line] = out.get(line, 0) + ns
-        return list(out.items())
+                sums[(k, line)] = sums.get((k, line), 0) + ns
+        for (k, line), ns in sums.items():
+            out[k].append((line, ns))
+        return out
 
     def has_user_frames(self, thread: np.ndarray) -> np.ndarray:
         """Whether each thread ran any user Python frame in the trace."""

@@ -369,24 +369,31 @@ def _classify(
         cost = profiler_cost(thread[host_idx], g0[host_idx], g1[host_idx])
         gap_owner[host_idx] = at_start
         charge_many(at_start[same], (g1 - g0)[host_idx[same]], IdleCause.HOST, cost[same])
-        rest = ~same
-        for k, c, fallback, engine in zip(
-            host_idx[rest].tolist(),
-            cost[rest].tolist(),
-            next_of[rest].tolist(),
-            in_backward[rest].tolist(),
-            strict=True,
-        ):
+        rest = np.flatnonzero(~same)
+        # The engine's gaps go node by node (looked up together); the rest, statement by
+        # statement.
+        by_engine = rest[in_backward[rest]]
+        engine_pieces = dict(
+            zip(
+                by_engine.tolist(),
+                locator.engine_lines_over(
+                    thread[host_idx[by_engine]],
+                    g0[host_idx[by_engine]],
+                    g1[host_idx[by_engine]],
+                    launched_at[host_idx[by_engine]],
+                ),
+                strict=True,
+            )
+        )
+        for j in rest.tolist():
+            k, c, fallback = int(host_idx[j]), int(cost[j]), int(next_of[j])
             length = int(g1[k] - g0[k])
-            h, a, b = int(thread[k]), int(g0[k]), int(g1[k])
-            # The engine's gaps go node by node; the rest, statement by statement.
-            pieces = (
-                locator.engine_lines_over(h, a, b, int(launched_at[k]))
-                if engine
-                else locator.lines_over(h, a, b)
-            ) or [(NONE, length)]
+            if j in engine_pieces:
+                pieces = engine_pieces[j]
+            else:
+                pieces = locator.lines_over(int(thread[k]), int(g0[k]), int(g1[k]))
             most = 0
-            for line, ns in pieces:
+            for line, ns in pieces or [(NONE, length)]:
                 line_owner = fallback if line == NONE else line
                 charge(line_owner, IdleCause.HOST, ns, c * ns // length if length else 0)
                 if ns > most:
