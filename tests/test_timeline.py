@@ -11,6 +11,8 @@ from tests.tracebuilder import AUTOGRAD, frame, kernel, launch, memcpy, op, runt
 
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1"
 ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >"
+MM = GEMM
+EVALUATE = "autograd::engine::evaluate_function: "
 
 
 def by_line(report):
@@ -186,3 +188,100 @@ def test_recorder_call_lines_and_line_markers_give_exact_lines(tmp_path: Path) -
     report = analyze(write(tmp_path / "t.json", events), AnalysisOptions(source_root=str(tmp_path)))
     lines = {(line.line, line.precision) for line in report.lines}
     assert lines == {(7, Precision.EXACT), (6, Precision.EXACT)}
+
+
+def idle_by_line(report) -> dict[int, float]:
+    return {ln.line: ln.idle_ns / 1000 for ln in report.lines if ln.idle_ns}
+
+
+def test_a_host_gap_in_one_frame_goes_to_each_statement_it_spans(tmp_path: Path) -> None:
+    # The GPU runs dry at 25 µs, during line 2's op; the host runs line 3's slow CPU op
+    # (100-250, no kernel), then launches line 4's at 305. No Python call starts or ends in
+    # the gap, but ops do: operators run theirs with no call around them.
+    source = "def step(x):\n    a = x + 1\n    b = a * 2\n    return b - 3\n"
+    (tmp_path / "train.py").write_text(source)
+    events = [
+        frame("train.py(1): step", 0.0, 400.0),
+        op("aten::add", 10.0, 20.0),
+        launch(12.0, corr=1),
+        kernel(ADD, 15.0, 10.0, corr=1),  # ends at 25
+        op("aten::mul", 100.0, 150.0),
+        op("aten::sub", 300.0, 20.0),
+        launch(305.0, corr=2),
+        kernel(ADD, 310.0, 5.0, corr=2),
+    ]
+    report = analyze(write(tmp_path / "t.json", events), AnalysisOptions(source_root=str(tmp_path)))
+    # 25-30 the rest of line 2's op; 30-250 line 3 (about to run, then its op); 250-310 line 4.
+    assert idle_by_line(report) == {2: 5.0, 3: 220.0, 4: 60.0}
+
+
+def test_a_host_gap_across_a_library_call_splits_at_the_call(tmp_path: Path) -> None:
+    # The GPU runs dry at 30 µs while line 2's library call still runs (until 200); line 3's
+    # op starts at 250 and launches: the same user frame at both ends, two statements.
+    (tmp_path / "train.py").write_text("def step(x):\n    y = slow(x)\n    return y * 2\n")
+    events = [
+        frame("train.py(1): step", 0.0, 400.0),
+        frame("torch/foo.py(5): slow", 10.0, 190.0),
+        op("aten::add", 11.0, 5.0),
+        launch(12.0, corr=1),
+        kernel(ADD, 15.0, 15.0, corr=1),  # ends at 30
+        op("aten::mul", 250.0, 20.0),
+        launch(260.0, corr=2),
+        kernel(ADD, 265.0, 10.0, corr=2),
+    ]
+    report = analyze(write(tmp_path / "t.json", events), AnalysisOptions(source_root=str(tmp_path)))
+    assert idle_by_line(report) == {2: 170.0, 3: 65.0}  # 30-200 | 200-265
+
+
+def test_a_late_backward_goes_node_by_node_and_the_call_before_it_to_its_line(
+    tmp_path: Path,
+) -> None:
+    # Forward: line 2's mm (node 5), line 3's relu (node 6); the GPU is idle from 45 µs.
+    # The host reaches line 4's backward() at 100; the engine starts ReluBackward at 200 and
+    # launches at 290, runs AccumulateGrad (no forward op) and MmBackward, which launches at 490.
+    (tmp_path / "train.py").write_text(
+        "def step(x, w):\n    a = x @ w\n    b = a.relu()\n    b.backward()\n"
+    )
+    events = [
+        frame("train.py(1): step", 0.0, 1000.0),
+        op("aten::mm", 10.0, 10.0, **{"Sequence number": 5}),
+        launch(12.0, corr=1),
+        kernel(MM, 15.0, 10.0, corr=1),
+        op("aten::relu", 30.0, 10.0, **{"Sequence number": 6}),
+        launch(32.0, corr=2),
+        kernel(ADD, 35.0, 10.0, corr=2),  # ends at 45
+        frame("torch/_tensor.py(570): backward", 100.0, 800.0),
+        op(EVALUATE + "ReluBackward0", 200.0, 100.0, tid=AUTOGRAD, **{"Sequence number": 6}),
+        launch(290.0, corr=3, tid=AUTOGRAD),
+        kernel(ADD, 300.0, 10.0, corr=3),  # ends at 310
+        op(EVALUATE + "torch::autograd::AccumulateGrad", 320.0, 30.0, tid=AUTOGRAD),
+        op(EVALUATE + "MmBackward0", 400.0, 100.0, tid=AUTOGRAD, **{"Sequence number": 5}),
+        launch(490.0, corr=4, tid=AUTOGRAD),
+        kernel(MM, 500.0, 10.0, corr=4),
+    ]
+    report = analyze(write(tmp_path / "t.json", events), AnalysisOptions(source_root=str(tmp_path)))
+    # 45-100 the host ran toward line 4; 100-300 the engine was about to run, then ran, relu's
+    # node (and 25-35 waited for relu's forward kernel); 310-500 AccumulateGrad and the wait
+    # went to the next node a forward op made, mm's.
+    assert idle_by_line(report) == {4: 55.0, 3: 10.0 + 200.0, 2: 190.0}
+
+
+def test_without_python_frames_a_host_gap_stays_with_the_line_at_its_start(
+    tmp_path: Path,
+) -> None:
+    # A legacy trace: lines only from each op's "Call stack", no frames to cut a gap by. The GPU
+    # runs dry inside line 42's op (the loader); ops of the loader run in the gap, then line 44's.
+    def stacked(name: str, ts: float, dur: float, line: int) -> dict:
+        return op(name, ts, dur, **{"Call stack": f"/home/me/train.py({line}): <module>"})
+
+    events = [
+        stacked("aten::copy_", 0.0, 30.0, 42),
+        launch(5.0, corr=1),
+        kernel(ADD, 10.0, 10.0, corr=1),  # ends at 20
+        stacked("aten::stack", 100.0, 50.0, 42),
+        stacked("aten::to", 300.0, 20.0, 44),
+        launch(305.0, corr=2),
+        kernel(ADD, 310.0, 10.0, corr=2),
+    ]
+    report = analyze(write(tmp_path / "t.json", events))
+    assert idle_by_line(report) == {42: 290.0}

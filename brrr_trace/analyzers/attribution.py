@@ -66,9 +66,10 @@ class Locator:
         self._parents: np.ndarray | None = None
         self._top_ops: tuple[np.ndarray, Innermost, Innermost, np.ndarray] | None = None
         self._callers: dict[int, tuple[int, ...]] = {}
+        # (frame name id, line, precision) -> line id: statements are looked up many times.
+        self._statements: dict[tuple[int, int, Precision], int] = {}
         self.lines: list[LineKey] = []
         self._line_ids: dict[tuple[str, int, str], int] = {}
-        self._statements: dict[tuple[int, int, Precision], int] = {}
         frames = trace.frames
         strings = trace.strings
         self.is_local = _local_files(trace, options, mapper)
@@ -112,12 +113,15 @@ class Locator:
         self._marker_rows = np.flatnonzero(marked)
         self._markers = Innermost(cpu.thread[marked], cpu.start_ns[marked], cpu.end_ns[marked])
 
+    def _backward_index(self) -> BackwardIndex:
+        if self._backward is None:
+            self._backward = BackwardIndex(self.trace)
+        return self._backward
+
     def backward_points(self, thread: np.ndarray, t: np.ndarray) -> BackwardPoints:
         """Where the forward code of backward work at (thread, t) ran; Python code that the
         engine itself runs (hooks, a custom ``Function.backward``) stays where it is."""
-        if self._backward is None:
-            self._backward = BackwardIndex(self.trace)
-        found = self._backward.points(thread, t)
+        found = self._backward_index().points(thread, t)
         if len(self.user_rows) and found.inside.any():
             local = self.user_frames.at_many(thread, t)
             own = found.inside & (local != NONE)
@@ -505,10 +509,10 @@ class Locator:
     def lines_over(self, thread: int, a: int, b: int) -> list[tuple[int, int]]:
         """(line id, ns) of the user code a thread ran during [a, b): the statement running in
         its innermost user frame, call sites recovered as in ``lines_at``; NONE where no user
-        frame was running. The statement can change only where a Python call starts or ends,
-        so [a, b) is cut there (at most ``_MAX_CUTS`` pieces, evenly thinned beyond that)."""
-        cuts = self._frame_edges(thread)
-        cuts = cuts[np.searchsorted(cuts, a, side="right") : np.searchsorted(cuts, b, side="left")]
+        frame was running. The statement can change only where a Python call or an ATen op
+        starts or ends, so [a, b) is cut there (at most ``_MAX_CUTS`` pieces, evenly thinned
+        beyond that)."""
+        cuts = _inside(self._frame_edges(thread), a, b)
         if len(cuts) > _MAX_CUTS:
             cuts = cuts[np.linspace(0, len(cuts) - 1, _MAX_CUTS).astype(np.int64)]
         edges = np.concatenate(([a], cuts, [b])).astype(np.int64)
@@ -526,14 +530,105 @@ class Locator:
                 out[line] = out.get(line, 0) + ns
         return list(out.items())
 
+    def engine_lines_over(
+        self, thread: np.ndarray, a: np.ndarray, b: np.ndarray, launch: np.ndarray
+    ) -> list[list[tuple[int, int]]]:
+        """For each window [a, b) of an autograd engine thread whose launch at ``launch`` ended a
+        host gap: (line id, ns) behind it. While the engine runs a node: the node's forward line
+        (the engine's own Python, a hook or a custom backward, keeps its line); between two
+        nodes of the same ``backward()`` call, or in one that no forward op made
+        (AccumulateGrad): the next node that one made; before that call began or after its last
+        node: the statement the calling thread ran. [] for a launch in no such call. All
+        windows are looked up together: a trace can have many."""
+        index = self._backward_index()
+        frames = self.trace.frames
+        parts: list[tuple[int, np.ndarray, np.ndarray, int, int, int, int]] = []
+        for k, (h, x, y, at) in enumerate(
+            zip(thread.tolist(), a.tolist(), b.tolist(), launch.tolist(), strict=True)
+        ):
+            call = index.call_at(at)
+            if call == NONE:
+                continue
+            caller = int(frames.thread[call])
+            cuts = np.union1d(*(_inside(self._frame_edges(t), x, y) for t in (h, caller)))
+            if len(cuts) > _MAX_CUTS:
+                cuts = cuts[np.linspace(0, len(cuts) - 1, _MAX_CUTS).astype(np.int64)]
+            edges = np.concatenate(([x], cuts, [y])).astype(np.int64)
+            widths = np.diff(edges)
+            began, ended = int(frames.start_ns[call]), int(frames.end_ns[call])
+            parts.append((k, edges[:-1] + widths // 2, widths, h, caller, began, ended))
+        out: list[list[tuple[int, int]]] = [[] for _ in range(len(a))]
+        if not parts:
+            return out
+
+        def each(column: int) -> np.ndarray:
+            return np.concatenate([np.full(len(p[1]), p[column], dtype=np.int64) for p in parts])
+
+        mids = np.concatenate([p[1] for p in parts])
+        widths = np.concatenate([p[2] for p in parts])
+        window, engine, callers, c0, c1 = (each(c) for c in (0, 3, 4, 5, 6))
+        in_call = (mids >= c0) & (mids < c1)
+        points = mids.copy()
+        # A node with no forward op of its own (AccumulateGrad) counts as a pause before the
+        # next node that has one.
+        at = self.backward_points(engine, mids)
+        in_node = in_call & at.inside & (at.made | (at.thread == NONE))
+        between = np.flatnonzero(in_call & ~in_node)
+        upcoming = np.full(len(between), NONE, dtype=np.int64)
+        for h in np.unique(engine[between]).tolist():
+            sel = np.flatnonzero(engine[between] == h)
+            upcoming[sel] = index.next_node(int(h), mids[between[sel]])
+        soon = (upcoming != NONE) & (upcoming < c1[between])
+        points[between[soon]] = upcoming[soon]
+        by_engine = in_node.copy()
+        by_engine[between[soon]] = True
+        lines = np.full(len(mids), NONE, dtype=np.int64)
+        if by_engine.any():
+            lines[by_engine] = self.work_lines(engine[by_engine], points[by_engine]).line
+        by_caller = np.flatnonzero(~by_engine)
+        if len(by_caller) and len(self.user_rows):
+            local = self.user_frames.at_many(callers[by_caller], mids[by_caller])
+            user = by_caller[local != NONE]
+            lines[user] = self.lines_at(callers[user], mids[user], local[local != NONE])
+        sums: dict[tuple[int, int], int] = {}
+        for k, line, ns in zip(window.tolist(), lines.tolist(), widths.tolist(), strict=True):
+            if ns > 0:
+                sums[(k, line)] = sums.get((k, line), 0) + ns
+        for (k, line), ns in sums.items():
+            out[k].append((line, ns))
+        return out
+
+    def has_user_frames(self, thread: np.ndarray) -> np.ndarray:
+        """Whether each thread ran any user Python frame in the trace."""
+        threads = np.unique(self.trace.frames.thread[self.user_rows])
+        return np.isin(thread, threads)
+
+    def calls_between(self, thread: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Whether a Python call or an ATen op starts or ends on the thread inside (a, b): only
+        then can the running statement change within the window (``lines_over``)."""
+        out = np.zeros(len(a), dtype=bool)
+        for h in np.unique(thread).tolist():
+            sel = np.flatnonzero(thread == h)
+            cuts = self._frame_edges(int(h))
+            out[sel] = np.searchsorted(cuts, b[sel], side="left") > np.searchsorted(
+                cuts, a[sel], side="right"
+            )
+        return out
+
     def _frame_edges(self, thread: int) -> np.ndarray:
-        """Sorted times where a Python call starts or ends on the thread."""
+        """Sorted times where a Python call or an ATen op starts or ends on the thread: an
+        operator (``a < b``, ``x - y``) runs its op with no Python call around it."""
         found = self._edges.get(thread)
         if found is None:
-            frames = self.trace.frames
+            frames, cpu = self.trace.frames, self.trace.cpu_ops
             mine = frames.thread == thread
-            found = np.sort(np.concatenate((frames.start_ns[mine], frames.end_ns[mine])))
-            if len(found):
+            ops = (cpu.thread == thread) & ~cpu.annotation
+            found = np.sort(
+                np.concatenate(
+                    (frames.start_ns[mine], frames.end_ns[mine], cpu.start_ns[ops], cpu.end_ns[ops])
+                )
+            )
+            if len(found):  # np.unique hashes: slower than a sort and a compare here
                 found = found[np.concatenate(([True], found[1:] != found[:-1]))]
             self._edges[thread] = found
         return found
@@ -569,6 +664,11 @@ class _Children:
     ends: np.ndarray
     exact: tuple[int | None, ...]  # the recorder's call-site line of child frames
     aligned: tuple[int | None, ...]  # lines recovered from the source
+
+
+def _inside(times: np.ndarray, a: int, b: int) -> np.ndarray:
+    """The sorted times strictly inside (a, b)."""
+    return times[np.searchsorted(times, a, side="right") : np.searchsorted(times, b, side="left")]
 
 
 def outermost_ops(trace: Trace) -> np.ndarray:

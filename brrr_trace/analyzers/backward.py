@@ -64,6 +64,8 @@ class BackwardPoints:
     node_start: np.ndarray  # start of that node event, NONE
     thread: np.ndarray  # thread of the forward point, NONE when unknown
     t: np.ndarray  # time of the forward point
+    made: np.ndarray  # bool: the forward op that created the node is known (else the point is
+    # the backward() call's own, as for AccumulateGrad)
 
 
 class BackwardIndex:
@@ -79,6 +81,7 @@ class BackwardIndex:
         creators = self._creator[1]
         self._threads_with = np.unique(cpu.thread[creators]).tolist() if len(creators) else []
         self._calls = self._backward_calls()
+        self._node_starts: dict[int, np.ndarray] = {}
 
     def _node_sequences(self) -> np.ndarray:
         """Sequence number of each engine event; from the node's own op when hooks hid it."""
@@ -127,6 +130,27 @@ class BackwardIndex:
         zeros = np.zeros(len(rows), dtype=np.int64)
         return Innermost(zeros, frames.start_ns[rows], frames.end_ns[rows])
 
+    def call_at(self, t: int) -> int:
+        """Frame row of the innermost ``backward()`` call running at t (on any thread), NONE."""
+        k = self._calls.at(0, t)
+        return int(self._call_rows[k]) if k != NONE else NONE
+
+    def next_node(self, thread: int, t: np.ndarray) -> np.ndarray:
+        """Start of the first node the engine thread begins at or after each t whose forward op
+        is known, NONE."""
+        starts = self._node_starts.get(thread)
+        if starts is None:
+            cpu = self.trace.cpu_ops
+            mine = self.rows[cpu.thread[self.rows] == thread]
+            starts = np.sort(cpu.start_ns[mine])
+            starts = starts[self.points(np.full(len(starts), thread), starts).made]
+            self._node_starts[thread] = starts
+        k = np.searchsorted(starts, t, side="left")
+        out = np.full(len(t), NONE, dtype=np.int64)
+        ok = k < len(starts)
+        out[ok] = starts[k[ok]]
+        return out
+
     def points(self, thread: np.ndarray, t: np.ndarray) -> BackwardPoints:
         n = len(t)
         local = self.nodes.at_many(thread, t)
@@ -135,7 +159,7 @@ class BackwardIndex:
         out_thread = np.full(n, NONE, dtype=np.int64)
         out_t = np.zeros(n, dtype=np.int64)
         if not inside.any():
-            return BackwardPoints(inside, node_start, out_thread, out_t)
+            return BackwardPoints(inside, node_start, out_thread, out_t, inside.copy())
         cpu, frames = self.trace.cpu_ops, self.trace.frames
         where = np.flatnonzero(inside)
         rows = self.rows[local[where]]
@@ -159,6 +183,7 @@ class BackwardIndex:
             q = where[todo][hit]
             out_thread[q] = cpu.thread[creators[found[hit]]]
             out_t[q] = cpu.start_ns[creators[found[hit]]]
+        made = out_thread != NONE
         lost = where[out_thread[where] == NONE]
         if len(lost) and len(self._call_rows):
             call = self._calls.at_many(np.zeros(len(lost), dtype=np.int64), t[lost])
@@ -166,4 +191,4 @@ class BackwardIndex:
             rows = self._call_rows[call[ok]]
             out_thread[lost[ok]] = frames.thread[rows]
             out_t[lost[ok]] = frames.start_ns[rows]
-        return BackwardPoints(inside, node_start, out_thread, out_t)
+        return BackwardPoints(inside, node_start, out_thread, out_t, made)

@@ -360,20 +360,40 @@ def _classify(
         in_backward = locator.backward_points(thread[host_idx], launched_at[host_idx]).inside
         at_start = locator.lines_at(thread[host_idx], g0[host_idx])
         at_start = np.where(in_backward | (at_start == NONE), next_of, at_start)
-        same = in_backward | (
-            locator.user_frames.positions(thread[host_idx], g0[host_idx])
-            == locator.user_frames.positions(thread[host_idx], g1[host_idx])
-        )
+        # One statement ran throughout where no call or op started or ended in the gap. A thread
+        # with no Python frames (a legacy ``Call stack`` trace) has no statements to cut by:
+        # its gap stays with the line running when the GPU ran dry.
+        framed = locator.has_user_frames(thread[host_idx])
+        cuts = locator.calls_between(thread[host_idx], g0[host_idx], g1[host_idx])
+        same = ~in_backward & ~(cuts & framed)
         cost = profiler_cost(thread[host_idx], g0[host_idx], g1[host_idx])
         gap_owner[host_idx] = at_start
         charge_many(at_start[same], (g1 - g0)[host_idx[same]], IdleCause.HOST, cost[same])
-        rest = ~same
-        for k, c, fallback in zip(
-            host_idx[rest].tolist(), cost[rest].tolist(), next_of[rest].tolist(), strict=True
-        ):
+        rest = np.flatnonzero(~same)
+        # The engine's gaps go node by node (looked up together); the rest, statement by
+        # statement.
+        by_engine = rest[in_backward[rest]]
+        engine_pieces = dict(
+            zip(
+                by_engine.tolist(),
+                locator.engine_lines_over(
+                    thread[host_idx[by_engine]],
+                    g0[host_idx[by_engine]],
+                    g1[host_idx[by_engine]],
+                    launched_at[host_idx[by_engine]],
+                ),
+                strict=True,
+            )
+        )
+        for j in rest.tolist():
+            k, c, fallback = int(host_idx[j]), int(cost[j]), int(next_of[j])
             length = int(g1[k] - g0[k])
+            if j in engine_pieces:
+                pieces = engine_pieces[j]
+            else:
+                pieces = locator.lines_over(int(thread[k]), int(g0[k]), int(g1[k]))
             most = 0
-            for line, ns in locator.lines_over(int(thread[k]), int(g0[k]), int(g1[k])):
+            for line, ns in pieces or [(NONE, length)]:
                 line_owner = fallback if line == NONE else line
                 charge(line_owner, IdleCause.HOST, ns, c * ns // length if length else 0)
                 if ns > most:

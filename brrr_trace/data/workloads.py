@@ -344,7 +344,7 @@ def device_tensor_each_step(
     n = int(2048 * scale)
     w = torch.zeros(n, n, device=device)
     for _ in range(steps):
-        noise = torch.randn(n, n, device=device)  # expect: memory
+        noise = torch.randn(n, n, device=device)  # expect: overhead (its first call: FIXTURES.md)
         w = w + noise  # expect: memory
     return w
 

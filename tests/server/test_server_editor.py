@@ -57,21 +57,21 @@ async def test_the_model_call_shows_its_inclusive_time_and_the_lens_the_function
     hints = await client.text_document_inlay_hint_async(params)
     by_line = {h.position.line + 1: h for h in hints}
     call = by_line[306]
-    assert call.label == "⏱ 17.2 ms incl. · overhead 71%"
+    assert call.label == "⏱ 17.3 ms incl. · overhead 71%"
     assert call.tooltip.startswith(
-        "With the code it calls (forward and backward): 17.2 ms, 63.6% of the profiled GPU span "
-        "(overhead 71% · memory 16% · compute 13%). This line: 3.2 ms · overhead-bound"
+        "With the code it calls (forward and backward): 17.3 ms, 64.2% of the profiled GPU span "
+        "(overhead 71% · memory 16% · compute 13%). This line: 3.3 ms · overhead-bound"
     )
     # Every label fits VS Code's 43 characters; a plain line shows its own time.
     assert all(len(h.label) <= 43 for h in hints)
-    assert by_line[309].label == "⏱ 4.6 ms · overhead · 17%"
-    # Per file: line 312 (75 µs, under 5% of line 309's 4.6 ms) gets none.
+    assert by_line[309].label == "⏱ 6.7 ms · overhead · 25%"
+    # Per file: line 312 (94 µs, under 5% of line 309's 6.7 ms) gets none.
     assert 312 not in by_line and 274 in by_line
 
     hover = await client.text_document_hover_async(t.HoverParams(doc, t.Position(305, 14)))
     assert hover is not None
     assert hover.contents.value.split("\n")[2] == (
-        "With the code it calls (forward and backward): **17.2 ms** (63.6% of the GPU span; "
+        "With the code it calls (forward and backward): **17.3 ms** (64.2% of the GPU span; "
         "overhead 71% · memory 16% · compute 13%)"
     )
 
@@ -93,8 +93,8 @@ async def test_heat_and_a_finding_over_several_lines(
     )
     weights = {entry["line"] + 1: entry["weight"] for entry in heat["lines"]}
     assert weights[309] == 1.0  # the hottest line of its own
-    assert weights[306] == round(3170.892 / 4574.093, 4)  # its own time, not the inclusive
-    assert weights[305] == round(438.398 / 4574.093, 4)
+    assert weights[306] == round(3318.348 / 6675.891, 4)  # its own time, not the inclusive
+    assert weights[305] == round(166.850 / 6675.891, 4)
     assert all(0 < w <= 1 for w in weights.values())
 
     diagnostics = client.diagnostics[workspace.uri]
