@@ -14,6 +14,7 @@ from brrr_trace.analyzers.attribution import Locator, attribute_ops
 from brrr_trace.analyzers.collective_lines import place_collectives
 from brrr_trace.analyzers.collectives import find_collectives
 from brrr_trace.analyzers.crossrank import (
+    CallTable,
     CrossRank,
     LineTime,
     RankPiece,
@@ -203,12 +204,13 @@ def summarize_rank(
     whole report for the rank the report covers)."""
     loaded = load(path, None, options.max_events, options.max_name_chars)
     report = analyze_loaded(loaded, options)
+    calls = CallTable.of(report.collectives)
     piece = RankPiece(
         rank=rank,
         path=path,
         span_ns=report.trace.span_ns,
         steps=step_times(loaded.trace),
-        collectives=report.collectives,
+        collectives=calls,
         lines=tuple(
             LineTime(
                 ln.file,
@@ -217,7 +219,7 @@ def summarize_rank(
                 ln.function,
                 ln.total_ns,
                 ln.total_ns - ln.time_by_regime_ns.get(Regime.COMMUNICATION, 0),
-                issues_collectives(ln.file, ln.path, ln.line, report.collectives),
+                issues_collectives(ln.file, ln.path, ln.line, calls.lines),
             )
             for ln in report.lines
         ),
