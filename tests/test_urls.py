@@ -198,3 +198,22 @@ def test_an_fsspec_memory_file_is_read_in_this_process() -> None:
     fsspec.filesystem("memory").pipe("/brrr-test/rank0.json.gz", path.read_bytes())
     by_url = analyze("memory://brrr-test/rank0.json.gz")
     assert by_url.summary == analyze(path).summary
+
+
+def test_a_gzip_bomb_at_a_url_is_cut_as_a_file_is(
+    served: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As tests/test_hostile_values.py's bomb on disk: 20,000 identical kernels in about 11 KB of
+    # gzip; a quarter of an event per compressed byte (the size the server says) is read.
+    import brrr_trace.traces as traces
+    from brrr_trace.traces import load
+    from tests.tracebuilder import kernel
+
+    monkeypatch.setattr(traces, "_GZIP_CAP_FLOOR", 1_000)
+    base, folder = served
+    events = [kernel("k", 0.0, 0.5, corr=1)] * 20_000
+    bomb = folder / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    loaded = load(f"{base}/bomb.json.gz")
+    assert len(loaded.trace.gpu) == bomb.stat().st_size // 4 < 20_000
+    assert "gzip-ratio" in [p.kind for p in loaded.problems]
