@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -61,7 +62,9 @@ def probe(*args: Any) -> Any:
     result = summarize_rank(*args)
     folder = os.environ.get("BRRR_BENCH_PROBE")
     if folder:
-        Path(folder, f"{os.getpid()}.{time.monotonic_ns()}.hwm").write_text(str(hwm_mb()))
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        seen = {"hwm_mb": hwm_mb(), "cpu_s": usage.ru_utime + usage.ru_stime}
+        Path(folder, f"{os.getpid()}.{time.monotonic_ns()}.hwm").write_text(json.dumps(seen))
     return result
 
 
@@ -190,18 +193,22 @@ def measure(
         "name": name,
         "wall_s": round(wall, 2),
         "largest_process_rss_mb": round(usage.ru_maxrss / 1024, 1),
-        # The child's and every process below it that was waited for (the pool's workers, the
-        # fork server; not a Ray cluster's workers, which its raylet starts).
+        # The child and the processes below it that it waited for: the driver (and HTA's one
+        # process), not the rank workers, which the fork server or Ray's raylet reaps; their
+        # CPU time is workers_cpu_s, from the probes.
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
     }
     if child.returncode != 0 or not lines:
         row["error"] = f"exit {child.returncode}: {(stderr.strip().splitlines() or [''])[-1][:200]}"
-        return row
-    row.update(json.loads(lines[-1]))
+    else:
+        row.update(json.loads(lines[-1]))
     if probe_dir is not None:
-        peaks = [float(p.read_text()) for p in probe_dir.glob("*.hwm")]
-        row["workers_seen"] = len(peaks)
-        row["worker_hwm_mb_max"] = round(max(peaks), 1) if peaks else None
+        # Also for a row stopped by the timeout: the ranks that were done by then.
+        seen = [json.loads(p.read_text()) for p in probe_dir.glob("*.hwm")]
+        row["workers_seen"] = len(seen)
+        row["worker_hwm_mb_max"] = round(max(s["hwm_mb"] for s in seen), 1) if seen else None
+        row["worker_hwm_mb_min"] = round(min(s["hwm_mb"] for s in seen), 1) if seen else None
+        row["workers_cpu_s"] = round(sum(s["cpu_s"] for s in seen), 1)
     return row
 
 
