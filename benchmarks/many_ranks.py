@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -61,7 +62,9 @@ def probe(*args: Any) -> Any:
     result = summarize_rank(*args)
     folder = os.environ.get("BRRR_BENCH_PROBE")
     if folder:
-        Path(folder, f"{os.getpid()}.{time.monotonic_ns()}.hwm").write_text(str(hwm_mb()))
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        seen = {"hwm_mb": hwm_mb(), "cpu_s": usage.ru_utime + usage.ru_stime}
+        Path(folder, f"{os.getpid()}.{time.monotonic_ns()}.hwm").write_text(json.dumps(seen))
     return result
 
 
@@ -79,7 +82,8 @@ def build(folder: Path, ranks: int, size_bytes: int) -> list[Path]:
         if path.exists() and path.stat().st_size >= size_bytes:
             continue
         source = parsed[rank % len(parsed)]
-        with open(path, "wb") as handle:
+        partial = path.with_suffix(".partial")
+        with open(partial, "wb") as handle:
             handle.write(b"{\n")
             for key, value in source.head:
                 text = orjson.dumps(value)
@@ -87,18 +91,43 @@ def build(folder: Path, ranks: int, size_bytes: int) -> list[Path]:
                     # Spaced like Kineto writes it: HTA finds the rank by '"rank":\s+N'.
                     text = json.dumps({**value, "rank": rank, "world_size": ranks}).encode()
                 handle.write(orjson.dumps(key) + b": " + text + b",\n")
-            handle.write(b'"traceEvents": [\n' + b",\n".join(source.once))
-            separator = b",\n" if source.once else b""
-            written, repetition = 0, 0
-            while written < size_bytes:
-                chunk = separator + b",\n".join(_repetition(source, repetition, shift_us))
-                handle.write(chunk)
-                written += len(chunk)
-                separator = b",\n"
-                repetition += 1
-            handle.write(b"\n]}\n")
-        print(f"wrote {path} ({written / 1e6:.0f} MB, {repetition} repetitions)", file=sys.stderr)
+            twin = out[rank % len(parsed)] if rank >= len(parsed) else None
+            if twin is not None:
+                # Rank r's events are rank r mod 8's, byte for byte: copy them from its file.
+                written = _copy_events(twin, handle)
+                repetition = -1
+            else:
+                written, repetition = _write_events(handle, source, size_bytes, shift_us)
+        partial.replace(path)
+        how = "copied" if repetition < 0 else f"{repetition} repetitions"
+        print(f"wrote {path} ({written / 1e6:.0f} MB, {how})", file=sys.stderr)
     return out
+
+
+def _write_events(handle: Any, source: Any, size_bytes: int, shift_us: int) -> tuple[int, int]:
+    handle.write(b'"traceEvents": [\n' + b",\n".join(source.once))
+    separator = b",\n" if source.once else b""
+    written, repetition = 0, 0
+    while written < size_bytes:
+        chunk = separator + b",\n".join(_repetition(source, repetition, shift_us))
+        handle.write(chunk)
+        written += len(chunk)
+        separator = b",\n"
+        repetition += 1
+    handle.write(b"\n]}\n")
+    return written, repetition
+
+
+def _copy_events(twin: Path, handle: Any) -> int:
+    """The twin's bytes from its ``"traceEvents"`` key to the end."""
+    with open(twin, "rb") as source:
+        head = source.read(1 << 20)
+        start = head.find(b'"traceEvents"')
+        if start < 0:
+            raise SystemExit(f"{twin}: no traceEvents in its first MiB")
+        source.seek(start)
+        shutil.copyfileobj(source, handle, 16 << 20)
+        return source.tell() - start
 
 
 _BRRR = """
@@ -164,16 +193,33 @@ def measure(
         "name": name,
         "wall_s": round(wall, 2),
         "largest_process_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        # The child and the processes below it that it waited for: the driver (and HTA's one
+        # process), not the rank workers, which the fork server or Ray's raylet reaps; their
+        # CPU time is workers_cpu_s, from the probes.
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
     }
     if child.returncode != 0 or not lines:
         row["error"] = f"exit {child.returncode}: {(stderr.strip().splitlines() or [''])[-1][:200]}"
-        return row
-    row.update(json.loads(lines[-1]))
+    else:
+        row.update(json.loads(lines[-1]))
     if probe_dir is not None:
-        peaks = [float(p.read_text()) for p in probe_dir.glob("*.hwm")]
-        row["workers_seen"] = len(peaks)
-        row["worker_hwm_mb_max"] = round(max(peaks), 1) if peaks else None
+        # Also for a row stopped by the timeout: the ranks that were done by then.
+        seen = [json.loads(p.read_text()) for p in probe_dir.glob("*.hwm")]
+        row["workers_seen"] = len(seen)
+        row["worker_hwm_mb_max"] = round(max(s["hwm_mb"] for s in seen), 1) if seen else None
+        row["worker_hwm_mb_min"] = round(min(s["hwm_mb"] for s in seen), 1) if seen else None
+        row["workers_cpu_s"] = round(sum(s["cpu_s"] for s in seen), 1)
     return row
+
+
+def _first_ranks(folder: Path, files: list[Path], count: int) -> Path:
+    """A folder beside ``folder`` of links to its first ``count`` rank traces."""
+    subset = folder.parent / f"{folder.name}-first{count}"
+    shutil.rmtree(subset, ignore_errors=True)
+    subset.mkdir(parents=True)
+    for path in files[:count]:
+        (subset / path.name).symlink_to(path.resolve())
+    return subset
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,7 +230,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, nargs="*", default=[1, 2, 0], help="0: all cores")
     parser.add_argument("--no-ray", action="store_true")
     parser.add_argument("--hta-python", help="python of a venv with HolisticTraceAnalysis 0.5.0")
+    parser.add_argument(
+        "--hta-ranks",
+        type=int,
+        nargs="*",
+        default=[0],
+        help="HTA on the first N ranks only (a folder of links to them), per N; 0: all ranks",
+    )
     parser.add_argument("--timeout-s", type=float, default=3600.0)
+    parser.add_argument("--tag", default="", help="added to the results file's name")
     args = parser.parse_args(argv)
     folder = args.out_dir / f"{args.ranks}x{args.size_mb:g}MB"
     files = build(folder, args.ranks, int(args.size_mb * 1e6))
@@ -203,12 +257,10 @@ def main(argv: list[str] | None = None) -> int:
             measure("brrr analyze --ray", python, code, folder, folder / "probe", args.timeout_s)
         )
         print(rows[-1], file=sys.stderr)
-    if args.hta_python:
-        rows.append(
-            measure(
-                "HTA temporal + comm overlap", args.hta_python, _HTA, folder, None, args.timeout_s
-            )
-        )
+    for count in args.hta_ranks if args.hta_python else ():
+        where = folder if count in (0, len(files)) else _first_ranks(folder, files, count)
+        label = "HTA temporal + comm overlap" + (f" ({count} ranks)" if where != folder else "")
+        rows.append(measure(label, args.hta_python, _HTA, where, None, args.timeout_s))
         print(rows[-1], file=sys.stderr)
     machine = f"{platform.node()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     report = {
@@ -219,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
     }
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    (args.out_dir / f"{args.ranks}x{args.size_mb:g}MB.json").write_text(
+    (args.out_dir / f"{args.ranks}x{args.size_mb:g}MB{args.tag}.json").write_text(
         json.dumps(report, indent=2)
     )
     print(json.dumps(report, indent=2))

@@ -284,16 +284,37 @@ def _width() -> int:
 
 def _analyze(args: argparse.Namespace) -> int:
     from brrr_trace.pipeline import analyze, runs_in
+    from brrr_trace.traces.urls import is_url, scheme_of
 
-    traces = [Path(t) for t in args.traces]
-    if args.ray is not None and args.ray != "local" and Path(args.ray).exists():
-        traces.insert(0, Path(args.ray))  # `--ray DIR`: DIR is a trace, not an address
+    given = list(args.traces)
+    ray = args.ray
+    if (
+        ray is not None
+        and ray != "local"
+        and (Path(ray).exists() or (is_url(ray) and scheme_of(ray) != "ray"))
+    ):
+        given.insert(0, ray)  # `--ray DIR` (or URL): DIR is a trace, not an address
         args.ray = "local"
+    # The URLs given are one set of traces, read like a folder (the ranks of a run).
+    urls = [t for t in given if is_url(t)]
+    traces: list[Path | str | list[str]] = [Path(t) for t in given if not is_url(t)]
+    if urls:
+        traces.insert(
+            next(i for i, t in enumerate(given) if is_url(t)), urls[0] if len(urls) == 1 else urls
+        )
     used_sample = False
     if not traces:
-        traces, used_sample = _default_traces()
+        found, used_sample = _default_traces()
+        traces = list(found)
     for trace in traces:
-        _check_input(trace)
+        if isinstance(trace, Path):
+            _check_input(trace)
+    for _, local in args.path_map:
+        if is_url(local):
+            raise BrrrError(
+                f"{local}: a URL cannot be a path mapping's target; source files are read only "
+                "from local folders, while a trace may be at a URL."
+            )
     if args.format == "perfetto" and len(traces) > 1:
         raise BrrrError(
             f"--format perfetto writes one trace with its analysis; {len(traces)} were given. "
@@ -326,7 +347,8 @@ def _analyze(args: argparse.Namespace) -> int:
         reports = []
         for trace in traces:
             # A folder of several runs: one report per run (ranks are merged within a run only).
-            count = len(runs_in(trace, options)) if trace.is_dir() and args.run is None else 1
+            several = not isinstance(trace, Path) or trace.is_dir()
+            count = len(runs_in(trace, options)) if several and args.run is None else 1
             for run in range(count):
                 each = dataclasses.replace(options, run=run) if count > 1 else options
                 with _progress(trace) as progress:
@@ -363,7 +385,9 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-def _perfetto(args: argparse.Namespace, trace: Path, options: AnalysisOptions) -> int:
+def _perfetto(
+    args: argparse.Namespace, trace: Path | str | list[str], options: AnalysisOptions
+) -> int:
     from brrr_trace.output import replaced_atomically
     from brrr_trace.pipeline import analyze
     from brrr_trace.render import perfetto
@@ -515,9 +539,13 @@ class _BarProgress:
         self._progress.update(self._task, completed=done, total=total)
 
 
-def _progress(trace: Path) -> _BarProgress | nullcontext[None]:
+def _progress(trace: Path | str | list[str]) -> _BarProgress | nullcontext[None]:
     if sys.stderr.isatty():
-        return _BarProgress(trace.name)
+        if isinstance(trace, Path):
+            return _BarProgress(trace.name)
+        from brrr_trace.traces.urls import name_of
+
+        return _BarProgress(name_of(trace if isinstance(trace, str) else trace[0]))
     return nullcontext(None)
 
 

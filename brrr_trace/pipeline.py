@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -44,9 +45,17 @@ from brrr_trace.report import (
     severity_of_saving,
 )
 from brrr_trace.traces import find_traces, load
-from brrr_trace.traces.discovery import RankFile, Run, group_runs, rank_file, traces_in
+from brrr_trace.traces.discovery import (
+    RankFile,
+    Run,
+    group_runs,
+    rank_file,
+    trace_urls,
+    traces_in,
+)
 from brrr_trace.traces.model import NO_ID, LoadResult, Trace
 from brrr_trace.traces.reader import ProgressFn
+from brrr_trace.traces.urls import is_url, name_of
 from brrr_trace.vocabulary import IdleCause, Regime
 
 if TYPE_CHECKING:
@@ -66,7 +75,7 @@ _INFLATION_NOTE = (
 
 
 def analyze(
-    source: str | os.PathLike[str],
+    source: str | os.PathLike[str] | Sequence[str],
     options: AnalysisOptions | None = None,
     progress: ProgressFn | None = None,
 ) -> Report:
@@ -74,24 +83,37 @@ def analyze(
 
     A folder holds runs, and a run one or several ranks (docs/architecture.md §13): the report
     covers one run (``options.run``, else the oldest) and, of its ranks, ``options.rank`` (else
-    the lowest), with what the run's ranks show together."""
+    the lowest), with what the run's ranks show together. A trace may be a URL (``https://``,
+    ``s3://`` ... read where it is analyzed); a URL prefix that its store can list, or several
+    traces given together (a sequence of URLs or paths), is read like a folder."""
     options = options or AnalysisOptions()
-    source = Path(source)
-    if not source.is_dir():
-        if options.rank is not None:
-            _check_rank_of_file(source, options.rank)
-        loaded = load(
-            source, progress, options.max_events, options.max_name_chars, options.load_workers
+    if options.source_root and is_url(options.source_root):
+        raise NotATraceError(
+            f"{options.source_root}: a URL cannot be the source root; source files are read "
+            "only from a local folder (--source-root DIR), while a trace may be at a URL."
         )
-        return analyze_loaded(loaded, options)
+    remote = _trace_set(source)
+    if remote is None:
+        folder = Path(cast("str | os.PathLike[str]", source))
+        if not folder.is_dir():
+            return _analyze_file(str(folder), options, progress)
+        label: str | Path = folder
+    else:
+        label, files = remote
+        if len(files) == 1 and files[0] == label:
+            return _analyze_file(files[0], options, progress)
     runs = runs_in(source, options)
-    index = _pick_run(source, runs, options)
+    index = _pick_run(label, runs, options)
     run = runs[index]
     infos = tuple(_run_info(i, r) for i, r in enumerate(runs))
-    chosen = _pick_rank(source, run, options)
+    chosen = _pick_rank(label, run, options)
     if len(run.files) == 1:
         loaded = load(
-            chosen.path, progress, options.max_events, options.max_name_chars, options.load_workers
+            str(chosen.path),
+            progress,
+            options.max_events,
+            options.max_name_chars,
+            options.load_workers,
         )
         report = analyze_loaded(loaded, options, run.ranks)
         notes = report.notes + _runs_note(runs, index)
@@ -122,18 +144,46 @@ def analyze_with_its_ranks(
     return analyze(path, options, progress)
 
 
-def runs_in(folder: Path, options: AnalysisOptions) -> list[Run]:
-    """The runs of a folder of traces, oldest first; NotATraceError when it holds no trace."""
-    files = find_traces(folder)
-    if not files:
-        raise NotATraceError(
-            f"{folder}: no trace in it (*.pt.trace.json[.gz], or a .json[.gz] file that reads "
-            "like a torch.profiler trace)."
-        )
+def _analyze_file(path: str, options: AnalysisOptions, progress: ProgressFn | None) -> Report:
+    if options.rank is not None:
+        _check_rank_of_file(path, options.rank)
+    loaded = load(path, progress, options.max_events, options.max_name_chars, options.load_workers)
+    return analyze_loaded(loaded, options)
+
+
+def _trace_set(source: str | os.PathLike[str] | Sequence[str]) -> tuple[str, list[str]] | None:
+    """A URL, URL prefix or several traces: a name for them and their trace files (a URL
+    alone: itself); None for a local path."""
+    if isinstance(source, (str, os.PathLike)):
+        text = os.fspath(source)
+        if not is_url(text):
+            return None
+        return text, trace_urls(text)
+    given = [os.fspath(s) for s in source]
+    if not given:
+        raise NotATraceError("no trace given: pass trace files, folders or URLs.")
+    files = [f for g in given for f in (trace_urls(g) if is_url(g) else [g])]
+    more = f" and {len(given) - 1} more" if len(given) > 1 else ""
+    return given[0] + more, files
+
+
+def runs_in(folder: str | os.PathLike[str] | Sequence[str], options: AnalysisOptions) -> list[Run]:
+    """The runs of a folder of traces (or of a URL prefix, or of several traces given
+    together), oldest first; NotATraceError when it holds no trace."""
+    remote = _trace_set(folder)
+    if remote is not None:
+        files: list[Path] | list[str] = remote[1]
+    else:
+        files = find_traces(cast("str | os.PathLike[str]", folder))
+        if not files:
+            raise NotATraceError(
+                f"{folder}: no trace in it (*.pt.trace.json[.gz], or a .json[.gz] file that "
+                "reads like a torch.profiler trace)."
+            )
     return group_runs([rank_file(f) for f in files], options.run_start_tolerance_ns)
 
 
-def _check_rank_of_file(path: Path, rank: int) -> None:
+def _check_rank_of_file(path: str, rank: int) -> None:
     found = rank_file(path).rank
     if found is not None and found != rank:
         raise NotATraceError(
@@ -142,7 +192,7 @@ def _check_rank_of_file(path: Path, rank: int) -> None:
         )
 
 
-def _pick_run(folder: Path, runs: list[Run], options: AnalysisOptions) -> int:
+def _pick_run(folder: Path | str, runs: list[Run], options: AnalysisOptions) -> int:
     if options.run is not None:
         if options.run >= len(runs):
             raise NotATraceError(
@@ -157,7 +207,7 @@ def _pick_run(folder: Path, runs: list[Run], options: AnalysisOptions) -> int:
     return 0
 
 
-def _pick_rank(folder: Path, run: Run, options: AnalysisOptions) -> RankFile:
+def _pick_rank(folder: Path | str, run: Run, options: AnalysisOptions) -> RankFile:
     if options.rank is None:
         return run.files[0]
     for file in run.files:
@@ -171,6 +221,10 @@ def _pick_rank(folder: Path, run: Run, options: AnalysisOptions) -> RankFile:
     raise NotATraceError(
         f"{folder}: no trace of rank {options.rank} in it (ranks present: {list(run.ranks)})."
     )
+
+
+def _file_name(path: Path | str) -> str:
+    return name_of(path) if isinstance(path, str) and is_url(path) else os.path.basename(path)
 
 
 def _run_info(index: int, run: Run) -> RunInfo:
@@ -187,7 +241,7 @@ def _runs_note(runs: list[Run], index: int) -> tuple[str, ...]:
     if len(runs) < 2:
         return ()
     kinds = ", ".join(
-        f"{i}: " + (f"ranks {list(r.ranks)}" if r.ranks else os.path.basename(r.files[0].path))
+        f"{i}: " + (f"ranks {list(r.ranks)}" if r.ranks else _file_name(r.files[0].path))
         for i, r in enumerate(runs)
     )
     return (
@@ -201,16 +255,23 @@ def summarize_rank(
 ) -> tuple[RankPiece, Report | None]:
     """One rank's worker: read and analyze its trace, send back what the merge needs (and the
     whole report for the rank the report covers)."""
-    from brrr_trace.analyzers.crossrank import LineTime, RankPiece, issues_collectives, step_times
+    from brrr_trace.analyzers.crossrank import (
+        CallTable,
+        LineTime,
+        RankPiece,
+        issues_collectives,
+        step_times,
+    )
 
     loaded = load(path, None, options.max_events, options.max_name_chars)
     report = analyze_loaded(loaded, options)
+    calls = CallTable.of(report.collectives)
     piece = RankPiece(
         rank=rank,
         path=path,
         span_ns=report.trace.span_ns,
         steps=step_times(loaded.trace),
-        collectives=report.collectives,
+        collectives=calls,
         lines=tuple(
             LineTime(
                 ln.file,
@@ -219,7 +280,7 @@ def summarize_rank(
                 ln.function,
                 ln.total_ns,
                 ln.total_ns - ln.time_by_regime_ns.get(Regime.COMMUNICATION, 0),
-                issues_collectives(ln.file, ln.path, ln.line, report.collectives),
+                issues_collectives(ln.file, ln.path, ln.line, calls.lines),
             )
             for ln in report.lines
         ),

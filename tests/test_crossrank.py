@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from brrr_trace.analyzers.crossrank import (
+    CallTable,
     LateLine,
     LineTime,
     RankPiece,
@@ -92,3 +94,16 @@ def test_calls_with_another_name_or_size_or_missing_are_not_matched() -> None:
     result = merge([piece(0, rank0, {}), piece(1, rank1, {})], min_wait_ns=MS)
     assert (result.matched_calls, result.unmatched_calls) == (1, 3)
     assert result.ranks[0].wait_ns == 5 * MS
+
+
+def test_a_call_table_is_what_a_worker_sends_and_merges_as_its_calls_do() -> None:
+    # The first test's ranks, one with its calls as columns: the same result, field for field.
+    rank0 = [allreduce(0, 1, 10, 16), allreduce(1, 2, 30, 36)]
+    rank1 = [allreduce(0, 1, 15, 16), allreduce(1, 2, 35, 36)]
+    pieces = [piece(1, rank1, {30: 15, 40: 2}), piece(0, rank0, {30: 5, 40: 12})]
+    as_table = [dataclasses.replace(pieces[0], collectives=CallTable.of(rank1)), pieces[1]]
+    table = as_table[0].collectives
+    assert isinstance(table, CallTable) and len(table) == 2
+    assert (table.groups, table.names, table.lines) == (("0",), ("allreduce",), ("train.py:40",))
+    assert table.ns.tolist() == [1 * MS, 1 * MS]  # its kernel's time in each call
+    assert merge(as_table, min_wait_ns=MS) == merge(pieces, min_wait_ns=MS)

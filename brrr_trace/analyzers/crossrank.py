@@ -81,7 +81,7 @@ class RankPiece:
     path: str
     span_ns: int
     steps: tuple[StepTime, ...]
-    collectives: tuple[Collective, ...]
+    collectives: CallTable | tuple[Collective, ...]  # the worker sends a CallTable
     lines: tuple[LineTime, ...]
     problems: tuple[str, ...] = ()  # the kinds of the problems its report has
 
@@ -163,36 +163,114 @@ def _arrival_ns(call: Collective) -> int:
     return call.kernel_start_ns if call.kernel_start_ns is not None else call.host_start_ns
 
 
-def _sizes_agree(calls: Sequence[Collective]) -> bool:
-    name = calls[0].name.lower()
-    if any(tag in name for tag in _VARIABLE_SIZE):
-        return True
-    sizes = {c.bytes for c in calls if c.bytes is not None}
-    return len(sizes) <= 1
+def _end_ns(call: Collective) -> int:
+    if call.kernel_start_ns is not None and call.kernel_end_ns is not None:
+        return call.kernel_end_ns
+    return call.host_end_ns
+
+
+# An absent step or size in a CallTable column (no real one is this small).
+_ABSENT = int(np.iinfo(np.int64).min)
 
 
 @dataclass(frozen=True, slots=True)
-class _Match:
-    ns: tuple[int, ...]  # per rank (in piece order), time in the call
-    calls: tuple[Collective, ...]
+class CallTable:
+    """A rank's collective calls as columns, in the rank's order: what the merge reads of each
+    call, about 60 bytes a call (a ``CollectiveCall`` object takes several hundred), so that the
+    driver holding every rank's calls stays small."""
+
+    groups: tuple[str, ...]
+    names: tuple[str, ...]
+    lines: tuple[str, ...]
+    group: np.ndarray  # int32, into groups
+    index: np.ndarray  # int64
+    name: np.ndarray  # int32, into names
+    bytes: np.ndarray  # int64; _ABSENT: not known
+    step: np.ndarray  # int64; _ABSENT: in no step
+    ns: np.ndarray  # int64: call_ns
+    end_ns: np.ndarray  # int64: its kernel's end, else its host op's
+    arrival_ns: np.ndarray  # int64: its kernel's start, else its host op's
+    line: np.ndarray  # int32, into lines; -1: on no source line
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @classmethod
+    def of(cls, calls: CallTable | Sequence[Collective]) -> CallTable:
+        if isinstance(calls, CallTable):
+            return calls
+        codes: tuple[dict[str, int], dict[str, int], dict[str, int]] = ({}, {}, {})
+        groups, names, lines = codes
+        columns: list[list[int]] = [[] for _ in range(9)]
+        for c in calls:
+            row = (
+                groups.setdefault(c.group, len(groups)),
+                c.index,
+                names.setdefault(c.name, len(names)),
+                _ABSENT if c.bytes is None else c.bytes,
+                _ABSENT if c.step is None else c.step,
+                call_ns(c),
+                _end_ns(c),
+                _arrival_ns(c),
+                -1 if c.line is None else lines.setdefault(c.line, len(lines)),
+            )
+            for column, value in zip(columns, row, strict=True):
+                column.append(value)
+        small = (0, 2, 8)
+        arrays = [
+            np.array(column, dtype=np.int32 if i in small else np.int64)
+            for i, column in enumerate(columns)
+        ]
+        return cls(tuple(groups), tuple(names), tuple(lines), *arrays)
 
 
-def _matches(pieces: Sequence[RankPiece]) -> tuple[list[_Match], int]:
-    keyed = [{(c.group, c.index): c for c in p.collectives} for p in pieces]
-    keys = set().union(*keyed) if keyed else set()
-    matched: list[_Match] = []
-    unmatched = 0
-    for key in sorted(keys):
-        calls = [k.get(key) for k in keyed]
-        present = [c for c in calls if c is not None]
-        if len(present) < len(calls) or len({c.name for c in present}) > 1:
-            unmatched += len(present)
+def _matched(tables: Sequence[CallTable]) -> tuple[np.ndarray, int]:
+    """Per rank (rows) and matched call (columns), the call's row in the rank's table; and the
+    number of calls left unmatched (a rank lacks the call, or names or sizes disagree)."""
+    n = len(tables)
+    group_codes: dict[str, int] = {}
+    name_codes: dict[str, int] = {}
+    parts = []
+    for r, t in enumerate(tables):
+        if not len(t):
             continue
-        if not _sizes_agree(present):
-            unmatched += len(present)
-            continue
-        matched.append(_Match(tuple(call_ns(c) for c in present), tuple(present)))
-    return matched, unmatched
+        groups = np.array([group_codes.setdefault(g, len(group_codes)) for g in t.groups])
+        names = np.array([name_codes.setdefault(m, len(name_codes)) for m in t.names])
+        rows = np.arange(len(t))
+        parts.append((np.full(len(t), r), rows, groups[t.group], t.index, names[t.name], t.bytes))
+    if not parts:
+        return np.zeros((n, 0), dtype=np.int64), 0
+    rank, row, group, index, name, size = (np.concatenate(c) for c in zip(*parts, strict=True))
+    keys, key = np.unique(np.stack([group, index], axis=1), axis=0, return_inverse=True)
+    key = key.reshape(-1)
+    # One call per rank and key, the rank's last (as a dict keyed by group and index keeps).
+    ranked = rank * len(keys) + key
+    _, first_of_reversed = np.unique(ranked[::-1], return_index=True)
+    keep = len(ranked) - 1 - first_of_reversed
+    rank, row, key, name, size = rank[keep], row[keep], key[keep], name[keep], size[keep]
+    present = np.bincount(key, minlength=len(keys))
+    lowest = np.full(len(keys), np.iinfo(np.int64).max)
+    highest = np.full(len(keys), -1)
+    np.minimum.at(lowest, key, name)
+    np.maximum.at(highest, key, name)
+    known = size != _ABSENT
+    least = np.full(len(keys), np.iinfo(np.int64).max)
+    most = np.full(len(keys), np.iinfo(np.int64).min)
+    np.minimum.at(least, key[known], size[known])
+    np.maximum.at(most, key[known], size[known])
+    spelled = list(name_codes)
+    variable = np.array(
+        [any(tag in text.lower() for tag in _VARIABLE_SIZE) for text in spelled], dtype=bool
+    )
+    one_name = lowest == highest
+    sizes_agree = variable[np.where(one_name, lowest, 0)] | (least >= most)
+    ok = (present == n) & one_name & sizes_agree
+    unmatched = int(present[~ok].sum())
+    column = np.cumsum(ok) - 1
+    out = np.zeros((n, int(ok.sum())), dtype=np.int64)
+    mine = ok[key]
+    out[rank[mine], column[key[mine]]] = row[mine]
+    return out, unmatched
 
 
 def merge(
@@ -205,101 +283,99 @@ def merge(
     arrived), so that calls in flight together (DDP's buckets) are counted once, and no two
     ranks' clocks are ever compared."""
     pieces = sorted(pieces, key=lambda p: p.rank)
-    matched, unmatched = _matches(pieces)
-    n = len(pieces)
-    Key = tuple[int, int | None]  # (rank position, step)
-    waits: dict[Key, list[tuple[int, int]]] = {}
-    moves: dict[Key, list[tuple[int, int]]] = {}
-    by_line: list[dict[str, int]] = [{} for _ in range(n)]
-    # Per rank, calls it came last to: (the longest wait it caused, the others' wait, step,
-    # its lateness interval on its own clock).
-    late_by: list[list[tuple[int, int, int | None, tuple[int, int]]]] = [[] for _ in range(n)]
-    clock_agrees: list[list[bool]] = [[] for _ in range(n)]
-    for match in matched:
-        fastest = min(match.ns)
-        last = match.ns.index(fastest)
-        for r, (ns, call) in enumerate(zip(match.ns, match.calls, strict=True)):
-            end = _end_ns(call)
-            key = (r, call.step)
-            moves.setdefault(key, []).append((end - fastest, end))
-            if ns > fastest:
-                waits.setdefault(key, []).append((end - ns, end - fastest))
-                where = call.line or ""  # "": a call placed on no source line
-                by_line[r][where] = by_line[r].get(where, 0) + ns - fastest
-        caused = max(match.ns) - fastest
-        # Late, not jitter: the others waited longer than the call takes once all are in.
-        # Ranks' hosts and the transport vary by a fraction of a call's own time (gloo buckets:
-        # up to half of it between balanced ranks); a late rank keeps them waiting far longer.
-        if n > 1 and caused >= max(min_wait_ns, fastest):
-            arrived = _arrival_ns(match.calls[last])
-            late_by[last].append(
-                (caused, sum(match.ns) - n * fastest, match.calls[last].step,
-                 (arrived - caused, arrived))
-            )  # fmt: skip
-            clock_agrees[last].append(arrived >= max(_arrival_ns(c) for c in match.calls))
+    tables = [CallTable.of(p.collectives) for p in pieces]
+    rows, unmatched = _matched(tables)
+    n, matched = rows.shape
+
+    def column(name: str) -> np.ndarray:
+        return (
+            np.stack([getattr(t, name)[rows[r]] for r, t in enumerate(tables)])
+            if n
+            else np.zeros((0, 0), dtype=np.int64)
+        )
+
+    ns, end, step, arrival, line = (
+        column(c) for c in ("ns", "end_ns", "step", "arrival_ns", "line")
+    )
+    fastest = ns.min(axis=0) if n else np.zeros(0, dtype=np.int64)
+    # The rank with the shortest time in the call arrived last: the others waited for it.
+    last = ns.argmin(axis=0) if n else np.zeros(0, dtype=np.int64)
+    caused = ns.max(axis=0) - fastest if n else fastest
+    # Late, not jitter: the others waited longer than the call takes once all are in.
+    # Ranks' hosts and the transport vary by a fraction of a call's own time (gloo buckets:
+    # up to half of it between balanced ranks); a late rank keeps them waiting far longer.
+    late = (caused >= np.maximum(min_wait_ns, fastest)) if n > 1 else np.zeros(matched, bool)
+    late_at = np.flatnonzero(late)
+    late_rank = last[late_at]
+    arrived = arrival[late_rank, late_at]
+    late_start = arrived - caused[late_at]
+    late_step = step[late_rank, late_at]
+    others = (ns.sum(axis=0) - n * fastest)[late_at]
+    agrees = arrived >= (arrival.max(axis=0)[late_at] if n else arrived)
 
     times = []
     for r, piece in enumerate(pieces):
         steps = piece.steps or (StepTime(None, 0, piece.span_ns, 0),)
-        known = {s.number for s in steps}
-        rows = []
-        for step in steps:
-            # Calls outside every step (before the first, or with no step) go with the first.
-            numbers = {step.number} | (
-                set(_steps_of(waits, moves, r)) - known if step is steps[0] else set()
-            )
-            mine = [k for k in (*waits, *moves) if k[0] == r and k[1] in numbers]
-            rows.append(
-                RankStep(
-                    step=step.number,
-                    compute_ns=step.compute_ns,
-                    wait_ns=_union([iv for k in set(mine) for iv in waits.get(k, ())]),
-                    transfer_ns=_union([iv for k in set(mine) for iv in moves.get(k, ())]),
+        waiting = ns[r] > fastest
+        moves = _ByStep(step[r], end[r] - fastest, end[r])
+        waits = _ByStep(step[r][waiting], (end[r] - ns[r])[waiting], (end[r] - fastest)[waiting])
+        # Calls outside every step (before the first, or with no step) go with the first.
+        outside = set(moves.steps) - {_code(s.number) for s in steps}
+        done: dict[frozenset[int], RankStep] = {}
+        out_rows = []
+        for i, s in enumerate(steps):
+            numbers = frozenset({_code(s.number)} | (outside if i == 0 else set()))
+            if numbers not in done:
+                done[numbers] = RankStep(
+                    s.number, s.compute_ns, waits.union(numbers), moves.union(numbers)
                 )
-            )
+            found = done[numbers]
+            out_rows.append(RankStep(s.number, s.compute_ns, found.wait_ns, found.transfer_ns))
+        by_line: dict[str, int] = {}
+        lost = (ns[r] - fastest)[waiting]
+        for code, ns_lost in zip(line[r][waiting].tolist(), lost.tolist(), strict=True):
+            where = tables[r].lines[code] if code >= 0 else ""  # "": a call on no source line
+            by_line[where] = by_line.get(where, 0) + ns_lost
         times.append(
             RankTimes(
                 rank=piece.rank,
                 path=piece.path,
-                compute_ns=sum(s.compute_ns for s in rows),
-                wait_ns=sum(s.wait_ns for s in rows),
-                transfer_ns=sum(s.transfer_ns for s in rows),
-                late_calls=len(late_by[r]),
-                steps=tuple(rows),
-                wait_by_line=tuple(sorted(by_line[r].items())),
+                compute_ns=sum(s.compute_ns for s in out_rows),
+                wait_ns=sum(s.wait_ns for s in out_rows),
+                transfer_ns=sum(s.transfer_ns for s in out_rows),
+                late_calls=int((late_rank == r).sum()),
+                steps=tuple(out_rows),
+                wait_by_line=tuple(sorted(by_line.items())),
             )
         )
 
     stragglers = []
     for r, piece in enumerate(pieces):
-        came_last = late_by[r]
-        per_step: dict[int | None, list[tuple[int, int]]] = {}
-        for _, _, number, interval in came_last:
-            per_step.setdefault(number, []).append(interval)
-        late_steps = [_union(ivs) for ivs in per_step.values()]
-        late = sum(late_steps)
-        if not came_last or late < min_wait_ns:
+        mine = late_rank == r
+        if not mine.any():
+            continue
+        lateness = _ByStep(late_step[mine], late_start[mine], arrived[mine])
+        late_steps = [lateness.union(frozenset({number})) for number in lateness.steps]
+        total = sum(late_steps)
+        if total < min_wait_ns:
             continue
         counted = len(piece.steps) or 1
-        steady = min(late_steps) if len(per_step) >= counted else 0
-        agrees = clock_agrees[r]
+        steady = min(late_steps) if len(late_steps) >= counted else 0
+        table = tables[r]
+        in_late_step = (table.line >= 0) & np.isin(table.step, list(lateness.steps))
         stragglers.append(
             Straggler(
                 rank=piece.rank,
-                late_ns=late,
-                others_wait_ns=sum(o for _, o, _, _ in came_last),
-                calls=len(came_last),
-                per_call_late_ns=int(np.median([c for c, _, _, _ in came_last])),
-                agrees_with_clock=sum(agrees) / len(agrees) if agrees else None,
-                lines=_late_lines(pieces, r, late_lines, late // 20),
+                late_ns=total,
+                others_wait_ns=int(others[mine].sum()),
+                calls=int(mine.sum()),
+                per_call_late_ns=int(np.median(caused[late_at][mine])),
+                agrees_with_clock=int(agrees[mine].sum()) / int(mine.sum()),
+                lines=_late_lines(pieces, r, late_lines, total // 20),
                 collective_lines=tuple(
-                    dict.fromkeys(
-                        m.line
-                        for m in piece.collectives
-                        if m.line is not None and any(m.step == s for s in per_step)
-                    )
+                    dict.fromkeys(table.lines[c] for c in table.line[in_late_step].tolist())
                 )[:late_lines],
-                per_step_late_ns=int(np.median(late_steps + [0] * (counted - len(per_step)))),
+                per_step_late_ns=int(np.median(late_steps + [0] * (counted - len(late_steps)))),
                 steady_late_ns=steady,
             )
         )
@@ -307,38 +383,48 @@ def merge(
     stragglers.sort(key=lambda s: (-s.steady_late_ns, -s.late_ns))
     return CrossRank(
         ranks=tuple(times),
-        matched_calls=len(matched),
+        matched_calls=matched,
         unmatched_calls=unmatched,
         stragglers=tuple(stragglers),
         line_spread=_spread(pieces, spread_lines),
     )
 
 
-def _steps_of(
-    waits: dict[tuple[int, int | None], list[tuple[int, int]]],
-    moves: dict[tuple[int, int | None], list[tuple[int, int]]],
-    r: int,
-) -> list[int | None]:
-    return [k[1] for k in (*waits, *moves) if k[0] == r]
+def _code(step: int | None) -> int:
+    return _ABSENT if step is None else step
 
 
-def _end_ns(call: Collective) -> int:
-    if call.kernel_start_ns is not None and call.kernel_end_ns is not None:
-        return call.kernel_end_ns
-    return call.host_end_ns
+class _ByStep:
+    """Intervals [start, end) of one rank, grouped by the step of the call they come from."""
+
+    def __init__(self, steps: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
+        order = np.argsort(steps, kind="stable")
+        self._starts, self._ends = starts[order], ends[order]
+        values, first, counts = np.unique(steps[order], return_index=True, return_counts=True)
+        self.steps: dict[int, slice] = {
+            int(v): slice(int(f), int(f + c))
+            for v, f, c in zip(values.tolist(), first.tolist(), counts.tolist(), strict=True)
+        }
+
+    def union(self, numbers: frozenset[int]) -> int:
+        """Length of the union of the intervals of these steps."""
+        parts = [self.steps[s] for s in numbers if s in self.steps]
+        if not parts:
+            return 0
+        starts = np.concatenate([self._starts[p] for p in parts])
+        ends = np.concatenate([self._ends[p] for p in parts])
+        return _union(starts, ends)
 
 
-def _union(intervals: list[tuple[int, int]]) -> int:
-    """Length of the union of [start, end) intervals."""
-    total, reach = 0, None
-    for start, end in sorted(intervals):
-        if reach is None or start > reach:
-            total += end - start
-            reach = end
-        elif end > reach:
-            total += end - reach
-            reach = end
-    return total
+def _union(starts: np.ndarray, ends: np.ndarray) -> int:
+    """Length of the union of [start, end) intervals (each of non-negative length)."""
+    if not len(starts):
+        return 0
+    order = np.lexsort((ends, starts))
+    starts, ends = starts[order], ends[order]
+    reach = np.maximum.accumulate(ends)
+    before = np.concatenate(([starts[0]], reach[:-1]))
+    return int(np.maximum(0, ends - np.maximum(starts, before)).sum())
 
 
 _LineId = tuple[str, int, str]
@@ -408,15 +494,17 @@ def same_line(call_line: str, file: str, path: str | None, line: int) -> bool:
     )
 
 
-def issues_collectives(file: str, path: str | None, line: int, calls: Sequence[Collective]) -> bool:
-    """Whether the line is where collectives were issued (by their ``line``), or, without a
-    Python stack, an op named after one."""
+def issues_collectives(
+    file: str, path: str | None, line: int, call_lines: Sequence[str | None]
+) -> bool:
+    """Whether the line is where collectives were issued (one of the calls' ``line``, e.g. a
+    ``CallTable``'s ``lines``), or, without a Python stack, an op named after one."""
     if line == 0 and _COLLECTIVE_OP.match(file):
         return True
-    for call in calls:
-        if call.line is None:
+    for call_line in call_lines:
+        if call_line is None:
             continue
-        where, _, number = call.line.rpartition(":")
+        where, _, number = call_line.rpartition(":")
         if (
             number == str(line)
             and where
@@ -437,9 +525,8 @@ def step_times(trace: Trace) -> tuple[StepTime, ...]:
     compute = ~names[gpu.name] if len(gpu) and len(names) else np.ones(len(gpu), dtype=bool)
     starts, ends = gpu.start_ns[compute], gpu.end_ns[compute]
     ranges = profiler_steps(trace)
-    numbers: list[int | None] = []
-    for start, _ in ranges:
-        numbers.append(_step_number(trace, start))
+    number_at = _step_numbers(trace)
+    numbers: list[int | None] = [number_at.get(start) for start, _ in ranges]
     if not ranges:
         span = (int(gpu.start_ns.min()), int(gpu.end_ns.max())) if len(gpu) else (0, 0)
         ranges, numbers = [span], [None]
@@ -449,14 +536,20 @@ def step_times(trace: Trace) -> tuple[StepTime, ...]:
     )
 
 
-def _step_number(trace: Trace, start_ns: int) -> int | None:
+def _step_numbers(trace: Trace) -> dict[int, int]:
+    """Start time -> N of the first ``ProfilerStep#N`` annotation (in row order) that starts then:
+    one pass over the annotations, however many steps."""
     cpu = trace.cpu_ops
-    rows = np.flatnonzero(cpu.annotation & (cpu.start_ns == start_ns))
-    for row in rows.tolist():
-        text = trace.strings[cpu.name[row]]
+    strings = trace.strings
+    out: dict[int, int] = {}
+    rows = np.flatnonzero(cpu.annotation)
+    for row, start in zip(rows.tolist(), cpu.start_ns[rows].tolist(), strict=True):
+        if start in out:
+            continue
+        text = strings[cpu.name[row]]
         if text.startswith("ProfilerStep#") and text[13:].isdigit():
-            return int(text[13:])
-    return None
+            out[start] = int(text[13:])
+    return out
 
 
 def _busy_within(starts: np.ndarray, ends: np.ndarray, lo: int, hi: int) -> int:

@@ -15,6 +15,7 @@ from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.columns import Columns
 from brrr_trace.traces.discovery import find_traces
 from brrr_trace.traces.events import DecodeStats, decode_batch
+from brrr_trace.traces.files import trace_size
 from brrr_trace.traces.model import (
     GPU_KERNEL,
     NO_ID,
@@ -152,9 +153,8 @@ _GZIP_CAP_FLOOR = 1_000_000
 def _gzip_event_cap(path: str) -> int | None:
     if not path.endswith(".gz"):
         return None
-    try:
-        size = os.stat(path).st_size
-    except OSError:
+    size = trace_size(path)
+    if size is None:
         return None
     return max(_GZIP_CAP_FLOOR, int(size * _EVENTS_PER_GZIP_BYTE))
 

@@ -29,7 +29,7 @@ def rank_in_head(head: bytes) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def looks_like_trace(path: Path) -> bool:
+def looks_like_trace(path: Path | str) -> bool:
     """Whether the file's head reads like a trace: an object with a trace's keys, or the legacy
     bare array of events."""
     try:
@@ -68,6 +68,43 @@ def find_traces(folder: str | os.PathLike[str]) -> list[Path]:
     return preferred or traces_in(root)
 
 
+def trace_urls(url: str) -> list[str]:
+    """The trace files a URL names: itself, or those under it when it is a prefix that its store
+    can list (an http(s) URL always names one file)."""
+    from brrr_trace.traces.urls import is_folder, scheme_of
+
+    if scheme_of(url) in ("http", "https"):
+        if url.split("?", 1)[0].endswith("/"):
+            raise NotATraceError(
+                f"{url}: an http(s) URL ending in / is a folder, which a web server cannot "
+                "list; pass the URL of each rank's trace file."
+            )
+        return [url]
+    if not is_folder(url):
+        return [url]
+    found = find_trace_urls(url)
+    if not found:
+        raise NotATraceError(
+            f"{url}: no trace under it (*.pt.trace.json[.gz], or a .json[.gz] file that reads "
+            "like a torch.profiler trace)."
+        )
+    return found
+
+
+def find_trace_urls(prefix: str) -> list[str]:
+    """Trace files under a URL prefix (an fsspec store that can list: s3://bucket/run/, ...),
+    sorted, chosen as in a folder: the profiler handler's files at any depth, else the
+    prefix's own files named like a trace or whose head reads like one."""
+    from brrr_trace.traces.urls import listing, name_of
+
+    below, direct = listing(prefix)
+    preferred = [u for u in below if name_of(u).endswith(HANDLER_NAMES)]
+    if preferred:
+        return preferred
+    named = [u for u in direct if name_of(u).endswith(JSON_NAMES)]
+    return [u for u in named if "trace" in name_of(u).lower() or looks_like_trace(u)]
+
+
 # Runs versus ranks (docs/architecture.md §13). The head of each file says which rank of which job
 # it is: `distributedInfo` (rank, world size, backend) and the time of its first event. Files
 # without `distributedInfo` are separate runs (a TensorBoard folder of two experiments); ranks of
@@ -84,7 +121,7 @@ _HEAD_BYTES = 1 << 20
 class RankFile:
     """What a trace's head says about where it comes from."""
 
-    path: Path
+    path: Path | str  # a str: a URL
     rank: int | None  # distributedInfo.rank; None when the trace has no distributedInfo
     world_size: int | None
     backend: str | None
@@ -111,7 +148,7 @@ class Run:
         return min(starts) if starts else None
 
 
-def rank_file(path: Path) -> RankFile:
+def rank_file(path: Path | str) -> RankFile:
     """The rank, world size, backend and start time read from the first MiB of the trace."""
     try:
         head = read_head(str(path), _HEAD_BYTES)

@@ -15,6 +15,7 @@ from typing import BinaryIO
 
 from brrr_trace.errors import NotATraceError
 from brrr_trace.traces.gunzip import LenientGunzip
+from brrr_trace.traces.urls import is_url, remote_size
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _OPEN_FLAGS |= getattr(os, "O_BINARY", 0)
@@ -52,11 +53,38 @@ def open_trace(path: str) -> io.BufferedReader:
 
 
 def open_stream(path: str) -> tuple[BinaryIO, BinaryIO | LenientGunzip]:
-    """The file and the stream of its JSON text (decompressed when the file is gzip)."""
-    raw = open_trace(path)
+    """The file (or the trace at a URL) and the stream of its JSON text (decompressed when it is
+    gzip)."""
+    raw: io.BufferedReader
+    if "://" in path and is_url(path):
+        from brrr_trace.traces.urls import open_url
+
+        raw = open_url(path)
+    else:
+        raw = open_trace(path)
     if raw.peek(2)[:2] == b"\x1f\x8b":
         return raw, LenientGunzip(raw)
     return raw, raw
+
+
+def stream_size(raw: BinaryIO) -> int:
+    """Bytes in all of a stream from ``open_stream``: the file's size, or what a URL's server or
+    store said (0 when it did not)."""
+    remote = remote_size(raw)
+    return os.fstat(raw.fileno()).st_size if remote is None else remote
+
+
+def trace_size(path: str) -> int | None:
+    """The size of the trace file (or at a URL, when its server or store says), None when
+    unknown."""
+    if "://" in path and is_url(path):
+        from brrr_trace.traces.urls import size_of
+
+        return size_of(path)
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
 
 
 def read_head(path: str, size: int) -> bytes:

@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 import msgspec
 
 from brrr_trace.errors import NotATraceError
-from brrr_trace.traces.files import open_stream
+from brrr_trace.traces.files import open_stream, stream_size
 from brrr_trace.traces.formats import describe
 from brrr_trace.traces.gunzip import LenientGunzip, Prefetch
 
@@ -83,7 +83,7 @@ def iter_event_runs(
 ) -> Iterator[bytes]:
     """Yield byte runs ``{..}, {..}, ... {..}`` of whole events; fill ``state`` on the way."""
     raw, plain = open_stream(path)
-    total = os.fstat(raw.fileno()).st_size
+    total = stream_size(raw)
     stream: Stream = plain
     if isinstance(plain, LenientGunzip):
         stream = Prefetch(plain, CHUNK_BYTES)

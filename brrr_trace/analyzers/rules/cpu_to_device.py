@@ -39,6 +39,8 @@ def cpu_to_device(ctx: RuleContext) -> Iterator[RawFinding]:
     strings = ctx.trace.strings
     gpu = ctx.trace.gpu
     outer = _outermost_ops(ctx.trace)
+    # Per thread once: indexed per copy, this was a pass over the thread's ops for each copy.
+    outer_starts = {thread: cpu.start_ns[rows] for thread, rows in outer.items()}
     for cost in ctx.costs:
         copies = [
             r
@@ -58,7 +60,7 @@ def cpu_to_device(ctx: RuleContext) -> Iterator[RawFinding]:
             if tops is None:
                 continue
             # The top-level op that holds the copy (aten::to), and the one just before it.
-            k = int(np.searchsorted(cpu.start_ns[tops], t, side="right")) - 1
+            k = int(np.searchsorted(outer_starts[thread], t, side="right")) - 1
             if k < 1:
                 continue
             prev = int(tops[k - 1])
