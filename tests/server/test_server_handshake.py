@@ -9,6 +9,7 @@ client gets before it.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import json
@@ -18,6 +19,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -371,10 +373,17 @@ def wait_until(condition: Any) -> None:
         time.sleep(0.02)
 
 
-def gated(workspace: Workspace, tmp_path: Path) -> tuple[RawClient, Path]:
+@contextlib.contextmanager
+def gated(workspace: Workspace, tmp_path: Path) -> Iterator[tuple[RawClient, Path]]:
+    """The server with pygls held until the gate file exists; killed at the end if still up."""
     gate = tmp_path / "gate"
     env = {**os.environ, "BRRR_TEST_GATE": str(gate)}
-    return RawClient(GATED_SERVER, workspace.root, env), gate
+    client = RawClient(GATED_SERVER, workspace.root, env)
+    try:
+        yield client, gate
+    finally:
+        if client.process.poll() is None:
+            client.process.kill()
 
 
 def init_params(workspace: Workspace) -> dict[str, Any]:
@@ -384,8 +393,7 @@ def init_params(workspace: Workspace) -> dict[str, Any]:
 def test_initialize_is_answered_while_pygls_is_not_imported(
     workspace: Workspace, tmp_path: Path
 ) -> None:
-    client, gate = gated(workspace, tmp_path)
-    try:
+    with gated(workspace, tmp_path) as (client, gate):
         client.send({"id": 1, "method": "initialize", "params": init_params(workspace)})
         answer = client.wait_for(lambda m: m.get("id") == 1)
         assert not gate.exists()  # so neither pygls nor lsprotocol was imported
@@ -395,9 +403,6 @@ def test_initialize_is_answered_while_pygls_is_not_imported(
         client.send({"method": "initialized", "params": {}})
         features_work(client, workspace, 2)
         assert client.shut_down(3) == 0
-    finally:
-        if client.process.poll() is None:
-            client.process.kill()
     assert len(answers(client, 1)) == 1  # pygls' own answer was dropped
     stderr = client.stderr.decode()
     assert "differs" not in stderr and "Traceback" not in stderr
@@ -426,8 +431,7 @@ def test_messages_sent_before_pygls_is_ready_wait_for_it(
     workspace: Workspace, tmp_path: Path
 ) -> None:
     """A client that sends on right after the answer: pygls reads it all, in order."""
-    client, gate = gated(workspace, tmp_path)
-    try:
+    with gated(workspace, tmp_path) as (client, gate):
         client.send({"id": 1, "method": "initialize", "params": init_params(workspace)})
         client.wait_for(lambda m: m.get("id") == 1)
         client.send({"method": "initialized", "params": {}})
@@ -438,9 +442,6 @@ def test_messages_sent_before_pygls_is_ready_wait_for_it(
         time.sleep(0.2)  # let the server read them while pygls is held (not a timing check)
         gate.touch()
         assert client.process.wait(TIMEOUT_S) == 0
-    finally:
-        if client.process.poll() is None:
-            client.process.kill()
     assert [len(answers(client, i)) for i in (1, 2, 3)] == [1, 1, 1]
     assert answers(client, 2)[0].get("result", "x") is None  # line 1: no time, no hover
 
@@ -448,30 +449,22 @@ def test_messages_sent_before_pygls_is_ready_wait_for_it(
 def test_exit_without_shutdown_after_the_early_answer_is_code_1(
     workspace: Workspace, tmp_path: Path
 ) -> None:
-    client, gate = gated(workspace, tmp_path)
-    try:
+    with gated(workspace, tmp_path) as (client, gate):
         client.send({"id": 1, "method": "initialize", "params": init_params(workspace)})
         client.wait_for(lambda m: m.get("id") == 1)
         client.send({"method": "exit"})
         gate.touch()
         assert client.process.wait(TIMEOUT_S) == 1
-    finally:
-        if client.process.poll() is None:
-            client.process.kill()
     assert "Traceback" not in client.stderr.decode()
 
 
 def test_ctrl_c_before_the_first_message_ends_the_server_quietly(
     workspace: Workspace, tmp_path: Path
 ) -> None:
-    client, _ = gated(workspace, tmp_path)
-    try:
+    with gated(workspace, tmp_path) as (client, _):
         wait_until(lambda: b"pygls import waits" in client.stderr)  # waiting for a message
         client.process.send_signal(signal.SIGINT)
         assert client.process.wait(TIMEOUT_S) == 0  # as once pygls runs
-    finally:
-        if client.process.poll() is None:
-            client.process.kill()
     assert "Traceback" not in client.stderr.decode()
 
 
