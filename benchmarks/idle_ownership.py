@@ -33,8 +33,9 @@ def agreement(program: str) -> tuple[float, int, int]:
     """(share of idle on the same line, idle ns compared, idle ns left out)."""
     sys.path.insert(0, str(REPO))
     from benchmarks.line_accuracy import load_truth
-    from brrr_trace.analyzers.attribution import Locator, attribute_ops
+    from brrr_trace.analyzers.attribution import Locator
     from brrr_trace.analyzers.intervals import NONE
+    from brrr_trace.analyzers.op_lines import attribute_ops
     from brrr_trace.analyzers.paths import PathMapper
     from brrr_trace.analyzers.timeline import build_timeline
     from brrr_trace.options import AnalysisOptions

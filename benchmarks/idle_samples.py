@@ -480,8 +480,9 @@ def brrr(trace: Path) -> tuple[dict[str, int], int, int]:
     """brrr-trace's idle per line, the idle it puts on no line (the report's
     ``summary.unattributed_idle_us``) and the GPU span, in ns."""
     sys.path.insert(0, str(REPO))
-    from brrr_trace.analyzers.attribution import Locator, attribute_ops
+    from brrr_trace.analyzers.attribution import Locator
     from brrr_trace.analyzers.intervals import NONE
+    from brrr_trace.analyzers.op_lines import attribute_ops
     from brrr_trace.analyzers.paths import PathMapper
     from brrr_trace.analyzers.timeline import build_timeline
     from brrr_trace.options import AnalysisOptions

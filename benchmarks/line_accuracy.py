@@ -220,8 +220,9 @@ def brrr_lines(path: Path, source_root: Path) -> list[tuple[str, int, str]]:
     """(kernel name, duration ns, 'file:line' or '') per GPU op, in correlation order."""
     import numpy as np
 
-    from brrr_trace.analyzers.attribution import Locator, attribute_ops
+    from brrr_trace.analyzers.attribution import Locator
     from brrr_trace.analyzers.intervals import NONE
+    from brrr_trace.analyzers.op_lines import attribute_ops
     from brrr_trace.analyzers.paths import PathMapper
     from brrr_trace.options import AnalysisOptions
     from brrr_trace.traces import load

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from brrr_trace import __version__, units
-from brrr_trace.analyzers.attribution import Locator, attribute_ops
+from brrr_trace.analyzers.attribution import Locator
 from brrr_trace.analyzers.collective_lines import place_collectives
 from brrr_trace.analyzers.collectives import find_collectives
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.kernels import kernel_kind
+from brrr_trace.analyzers.op_lines import attribute_ops
 from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.regimes import REGIMES, LineCost, OpClasses, classify_ops, line_costs
 from brrr_trace.analyzers.rules import RawFinding, RuleContext, savings_by_rule

@@ -16,11 +16,12 @@ import dataclasses
 
 import numpy as np
 
-from brrr_trace.analyzers.attribution import Locator, OpAttribution
+from brrr_trace.analyzers.attribution import Locator
 from brrr_trace.analyzers.backward import EVALUATE_PREFIX, backward_call_rows
 from brrr_trace.analyzers.collectives import Collectives
 from brrr_trace.analyzers.intervals import NONE, Innermost
 from brrr_trace.analyzers.kernels import communication_names
+from brrr_trace.analyzers.op_lines import OpAttribution
 from brrr_trace.traces.model import Trace
 from brrr_trace.vocabulary import Precision
 

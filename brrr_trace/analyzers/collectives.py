@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import msgspec
 import numpy as np
 
-from brrr_trace.analyzers.attribution import link_launches
 from brrr_trace.analyzers.intervals import NONE, Innermost
 from brrr_trace.analyzers.kernels import kernel_kind
+from brrr_trace.analyzers.op_lines import link_launches
 from brrr_trace.analyzers.opcost.args import bytes_per_element, dtype_of_type
 from brrr_trace.analyzers.steps import profiler_steps
 from brrr_trace.traces.model import GPU_KERNEL, NO_ID, Trace

@@ -13,9 +13,10 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from brrr_trace.analyzers.attribution import LineKey, Locator, OpAttribution, outermost_ops
+from brrr_trace.analyzers.attribution import LineKey, Locator, outermost_ops
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.kernels import is_host_copy, is_tf32_kernel, kernel_dtype, kernel_kind
+from brrr_trace.analyzers.op_lines import OpAttribution
 from brrr_trace.analyzers.opcost import op_cost
 from brrr_trace.analyzers.opcost.activity import kernel_cost_from_launch, memcpy_cost
 from brrr_trace.analyzers.opcost.cost import UNKNOWN_COST, OpCost

@@ -24,9 +24,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from brrr_trace.analyzers.attribution import Locator, OpAttribution
+from brrr_trace.analyzers.attribution import Locator
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.kernels import communication_names
+from brrr_trace.analyzers.op_lines import OpAttribution
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import GPU_KERNEL, Trace
 

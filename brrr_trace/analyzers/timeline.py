@@ -6,9 +6,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from brrr_trace.analyzers.attribution import Locator, OpAttribution
+from brrr_trace.analyzers.attribution import Locator
 from brrr_trace.analyzers.collectives import Collectives
 from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.op_lines import OpAttribution
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import GPU_MEMCPY, Trace
 from brrr_trace.vocabulary import IdleCause

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from brrr_trace.analyzers.attribution import LineKey, OpAttribution
+from brrr_trace.analyzers.attribution import LineKey
 from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.op_lines import OpAttribution
 from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.timeline import CAUSES, DeviceTimeline, Timeline
 from brrr_trace.traces.model import Trace

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from brrr_trace.analyzers.attribution import OpAttribution
 from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.op_lines import OpAttribution
 from brrr_trace.analyzers.timeline import CAUSES, Timeline
 from brrr_trace.traces.model import Trace
 from brrr_trace.vocabulary import IdleCause

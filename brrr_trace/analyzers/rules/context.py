@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from brrr_trace.analyzers.attribution import Locator, OpAttribution
+from brrr_trace.analyzers.attribution import Locator
 from brrr_trace.analyzers.collectives import Collectives
 from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.op_lines import OpAttribution
 from brrr_trace.analyzers.regimes import LineCost, OpClasses
 from brrr_trace.analyzers.replay import Fix, StepGraph, build_graph
 from brrr_trace.analyzers.steps import calibrated, profiler_steps
