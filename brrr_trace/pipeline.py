@@ -404,25 +404,14 @@ def _analyze_ranks(
     span = report.trace.span_ns
     mapper = PathMapper(options.source_root or os.getcwd(), options.path_mappings)
     late = [
-        Finding(
-            rule=STRAGGLER,
-            severity=severity_of_saving(
-                f.est_savings_ns, span, options.warning_share, options.information_share
-            ),
-            file=f.file,
-            path=f.path,
-            relative_path=mapper.relative(f.path),
-            line=f.line,
-            message=f.message,
-            fix=f.fix,
-            est_savings_ns=f.est_savings_ns,
-            function=f.function,
-            evidence=f.evidence,
-            doc=f"docs/rules/{STRAGGLER}.md",
-            lines=f.lines,
-            est_savings_per_step_ns=f.est_savings_ns // report.steps.count
-            if report.steps
-            else None,
+        _graded(
+            STRAGGLER,
+            (f.file, f.path, f.line, f.function, f.lines),
+            (f.message, f.fix, f.est_savings_ns, f.evidence),
+            span,
+            options,
+            mapper,
+            report.steps,
         )
         for f in straggler(cross, span, options)
     ]
@@ -767,24 +756,41 @@ def _finding(
     key = locator.lines[raw.line_id]
     covered = [locator.lines[k] for k in raw.covers or (raw.line_id,)]
     lines = tuple(sorted({c.line for c in covered if c.file == key.file} | {key.line}))
-    local = mapper.map(key.file)
+    where = (key.file, mapper.map(key.file), key.line, key.function, lines)
+    told = (raw.message, raw.fix, raw.est_savings_ns, raw.evidence)
+    return _graded(raw.rule, where, told, span_ns, options, mapper, steps)
+
+
+def _graded(
+    rule: str,
+    where: tuple[str, str | None, int, str, tuple[int, ...]],  # file, path, line, function, lines
+    told: tuple[str, str, int, dict[str, float | int | str]],  # message, fix, saving, evidence
+    span_ns: int,
+    options: AnalysisOptions,
+    mapper: PathMapper,
+    steps: StepsReport | None,
+) -> Finding:
+    """A finding as the report holds it: graded by its saving against the span, with its rule's
+    page, its path relative to the source root and, with steps, its saving per step."""
+    file, path, line, function, lines = where
+    message, fix, saving, evidence = told
     return Finding(
-        rule=raw.rule,
+        rule=rule,
         severity=severity_of_saving(
-            raw.est_savings_ns, span_ns, options.warning_share, options.information_share
+            saving, span_ns, options.warning_share, options.information_share
         ),
-        file=key.file,
-        path=local,
-        relative_path=mapper.relative(local),
-        line=key.line,
-        message=raw.message,
-        fix=raw.fix,
-        est_savings_ns=raw.est_savings_ns,
-        function=key.function,
-        evidence=raw.evidence,
-        doc=f"docs/rules/{raw.rule}.md",
+        file=file,
+        path=path,
+        relative_path=mapper.relative(path),
+        line=line,
+        message=message,
+        fix=fix,
+        est_savings_ns=saving,
+        function=function,
+        evidence=evidence,
+        doc=f"docs/rules/{rule}.md",
         lines=lines,
-        est_savings_per_step_ns=raw.est_savings_ns // steps.count if steps else None,
+        est_savings_per_step_ns=saving // steps.count if steps else None,
     )
 
 
