@@ -47,6 +47,10 @@ class AnalysisOptions:
     # `brrr-trace record`'s line annotation around each torch call from user code: +19.6 µs per
     # op measured on the H200 machine's CPU.
     profiler_cost_per_marker_ns: int = 19_000
+    # The DataLoader that dataloader-stall proposes (its fix text and its replay): batches made
+    # by this many worker processes, at most prefetch x workers of them in flight.
+    dataloader_workers: int = 4
+    dataloader_prefetch: int = 2
     # Findings: report a fix only when it saves at least this much, absolutely and as a share
     # of the span.
     min_savings_ns: int = 50_000

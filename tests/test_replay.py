@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from brrr_trace.options import AnalysisOptions
 from brrr_trace.pipeline import analyze
 from brrr_trace.vocabulary import IdleCause
 from tests.tracebuilder import frame, kernel, launch, op, runtime, write
@@ -82,3 +83,49 @@ def test_a_gpu_bound_loop_gains_down_to_the_hosts_pace(tmp_path: Path) -> None:
     (finding,) = [f for f in report.findings if f.rule == "fp32-matmul"]
     assert finding.est_savings_ns == 900_000 - 327_000
     assert finding.est_savings_per_step_ns == (900_000 - 327_000) // 3
+
+
+NO_PROFILER_COST = AnalysisOptions(
+    profiler_cost_per_frame_ns=0,
+    profiler_cost_per_op_ns=0,
+    profiler_cost_per_engine_op_ns=0,
+    profiler_cost_per_call_ns=0,
+    profiler_cost_per_launch_ns=0,
+)
+
+
+def loop_loading_in_the_host(load_us: float, steps: int = 8) -> list[dict]:
+    """Each 810 µs step: the DataLoader's __next__ for load_us from the step's start, a launch
+    at 805 (2 µs), its 5 µs kernel at 809."""
+    events, t = [], 0.0
+    for k in range(steps):
+        events += [
+            frame("torch/utils/data/dataloader.py(700): __next__", t, load_us),
+            launch(t + 805.0, corr=k + 1),
+            kernel(GEMM, t + 809.0, 5.0, corr=k + 1),
+        ]
+        t += 810.0
+    return [frame("train.py(1): loop", 0.0, t), *events]
+
+
+def test_four_workers_make_batches_at_most_four_times_as_fast(tmp_path: Path) -> None:
+    # Baseline: the last kernel ends at 7 * 810 + 809 + 5 = 6484 µs. With 4 workers, each batch
+    # taking 800 µs: batches 0-3 are ready at 800 and batches 4-7 at 1600; the host needs 8 µs
+    # between launches and 2 per launch, so launch 7 comes at 1600 + 3 * 10 = 1630, and its
+    # kernel ends at 1630 + 4 + 5 = 1639. Saved: 4845 µs, not the 6400 of loading taken away.
+    path = write(tmp_path / "t.json", loop_loading_in_the_host(load_us=800.0))
+    report = analyze(path, NO_PROFILER_COST)
+    [finding] = [f for f in report.findings if f.rule == "dataloader-stall"]
+    assert finding.est_savings_ns == 4_845_000
+    assert finding.evidence["loading_us"] == 6400.0
+    assert finding.evidence["replayed"] == "batches made by 4 worker processes"
+
+
+def test_workers_hide_loading_shorter_than_the_rest_of_the_step(tmp_path: Path) -> None:
+    # 100 µs of loading in an 810 µs step: each batch is ready long before the host asks for
+    # it (worker w's first at 100 µs), so all 8 x 100 µs are saved: the last kernel ends at
+    # 705 + 7 * 710 + 4 + 5 = 5684 µs instead of 6484.
+    path = write(tmp_path / "t.json", loop_loading_in_the_host(load_us=100.0))
+    report = analyze(path, NO_PROFILER_COST)
+    [finding] = [f for f in report.findings if f.rule == "dataloader-stall"]
+    assert finding.est_savings_ns == 800_000

@@ -12,8 +12,9 @@ collective kernel and another stream's op waited for one another in the trace (D
 communication stream waits for the gradient, the optimizer for the all-reduce), the later one
 starts no sooner than the earlier one ends in the replay too.
 
-A ``Fix`` edits that graph: host work taken away, calls that no longer block, GPU ops with a new
-duration (0 removes one). The saving is the baseline replay's end minus the fixed replay's, so
+A ``Fix`` edits that graph: host work taken away (or handed to DataLoader worker processes, which
+the host then waits for), calls that no longer block, GPU ops with a new duration (0 removes
+one). The saving is the baseline replay's end minus the fixed replay's, so
 it is zero where the fix shortens what is not on the critical path (GPU time in a host-bound
 step, host time in a GPU-bound one), and never more than the time the fix takes away.
 """
@@ -38,6 +39,19 @@ _MIN_LAUNCH_NS = 500  # what a launch call costs the host at the least
 
 
 @dataclass(frozen=True)
+class BatchQueue:
+    """Batches made by worker processes instead of the host: the host waits at an event only
+    until its batch is ready. Worker ``j % workers`` makes batch ``j`` (as DataLoader deals
+    them out), taking as long as the host took, and starts it once its previous batch is done
+    and the batch ``prefetch * workers`` before it has been taken (DataLoader's
+    ``prefetch_factor`` bound on batches in flight)."""
+
+    load_ns: dict[int, int]  # event -> how long its batch takes to make
+    workers: int
+    prefetch: int
+
+
+@dataclass(frozen=True)
 class Fix:
     """An edit of the replayed graph: what one fix changes."""
 
@@ -46,6 +60,7 @@ class Fix:
     unblocked: frozenset[int] = frozenset()  # events that no longer block
     durations: dict[int, int] = field(default_factory=dict)  # GPU op row -> new duration
     own: dict[int, int] = field(default_factory=dict)  # event -> the call's new own time
+    batches: BatchQueue | None = None  # the host work taken away is done by these workers
 
     @staticmethod
     def together(what: str, fixes: list[Fix]) -> Fix:
@@ -62,7 +77,15 @@ class Fix:
             for e, ns in fix.own.items():
                 own[e] = min(own.get(e, ns), ns)
         unblocked = frozenset().union(*(f.unblocked for f in fixes))
-        return Fix(what, host, unblocked, durations, own)
+        queues = [f.batches for f in fixes if f.batches is not None]
+        batches = None
+        if queues:
+            loads: dict[int, int] = {}
+            for queue in queues:
+                for e, ns in queue.load_ns.items():
+                    loads[e] = max(loads.get(e, 0), ns)
+            batches = replace(queues[0], load_ns=loads)
+        return Fix(what, host, unblocked, durations, own, batches)
 
     def touched_ns(self, graph: StepGraph) -> int:
         """The most the fix can save: the host work, waiting and GPU time it takes away."""
@@ -258,6 +281,11 @@ class StepGraph:
         own_fix, unblocked = fix.own, fix.unblocked
         record = clocks is not None or spans is not None
         work, blocks, own = self.work, self.blocks, self.own
+        batches = fix.batches
+        load_ns = batches.load_ns if batches is not None else {}
+        worker_free: list[int] = [clock] * (batches.workers if batches is not None else 0)
+        taken: list[int] = []  # when the host took each batch
+        in_flight = batches.prefetch * batches.workers if batches is not None else 0
         launched = self.launched
         n = len(launched)
         for k in range(n * passes):
@@ -271,6 +299,18 @@ class StepGraph:
             step = work[i] - saved.get(i, 0) if saved else work[i]
             if step > 0:
                 clock += step
+            if load_ns:
+                load = load_ns.get(i)
+                if load is not None:
+                    j = len(taken)
+                    w = j % len(worker_free)
+                    begin = worker_free[w]
+                    if j >= in_flight and taken[j - in_flight] > begin:
+                        begin = taken[j - in_flight]
+                    worker_free[w] = begin + load
+                    if begin + load > clock:
+                        clock = begin + load
+                    taken.append(clock)
             if clocks is not None:
                 clocks.append(clock)
             first_begin, last_end = 0, 0

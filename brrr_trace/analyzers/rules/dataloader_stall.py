@@ -1,7 +1,10 @@
 """dataloader-stall: batches produced in the main process, between the GPU's work.
 
-Why it costs: the host launches nothing while it loads. The saving: the replay without the
-host time inside the DataLoader's ``__next__`` (worker processes would load meanwhile).
+Why it costs: the host launches nothing while it loads. The saving: the replay with the host
+time inside the DataLoader's ``__next__`` handed to worker processes, the host waiting for a
+batch only when the workers have not made it yet: fixing a loop whose loading takes more than
+the rest of the step saves less than the loading (four workers make batches at most four times
+as fast).
 """
 
 from __future__ import annotations
@@ -11,14 +14,14 @@ from collections.abc import Iterator
 import numpy as np
 
 from brrr_trace.analyzers.intervals import NONE
-from brrr_trace.analyzers.replay import Fix
+from brrr_trace.analyzers.replay import BatchQueue, Fix
 from brrr_trace.analyzers.rules.context import RawFinding, RuleContext, duration_text
 from brrr_trace.vocabulary import IdleCause
 
 
 def dataloader_stall(ctx: RuleContext) -> Iterator[RawFinding]:
-    """The replay takes away the host time spent inside the DataLoader's ``__next__`` (worker
-    processes would load the batches meanwhile), per line that asks for the next batch."""
+    """Per line that asks for the next batch: the replay hands the host time spent inside the
+    DataLoader's ``__next__`` to worker processes."""
     frames = ctx.trace.frames
     rows = ctx.locator.dataloader_rows
     if not len(rows):
@@ -32,7 +35,10 @@ def dataloader_stall(ctx: RuleContext) -> Iterator[RawFinding]:
         for thread in np.unique(threads[mine]).tolist():
             sel = mine & (threads == thread)
             saved.update(ctx.graph.host_work_inside(thread, starts[sel], ends[sel]))
-        saving, evidence = ctx.replayed(Fix("batches loaded by worker processes", saved))
+        workers, prefetch = ctx.options.dataloader_workers, ctx.options.dataloader_prefetch
+        queue = BatchQueue(saved, workers, prefetch)
+        fix = Fix(f"batches made by {workers} worker processes", saved, batches=queue)
+        saving, evidence = ctx.replayed(fix)
         if not ctx.worth_it(saving):
             continue
         raw = cost.idle_by_cause.get(IdleCause.DATALOADER, 0) if cost else 0
@@ -44,8 +50,8 @@ def dataloader_stall(ctx: RuleContext) -> Iterator[RawFinding]:
             f"the host spends {duration_text(loading)} producing batches in the main process, "
             "launching nothing meanwhile"
             + (f"; the GPU idles {duration_text(raw)} waiting for them" if raw else ""),
-            "Load in the background: DataLoader(..., num_workers=4, pin_memory=True, "
-            "persistent_workers=True, prefetch_factor=2).",
+            f"Load in the background: DataLoader(..., num_workers={workers}, pin_memory=True, "
+            f"persistent_workers=True, prefetch_factor={prefetch}).",
             {
                 "dataloader_idle_us": round(raw / 1e3, 1),
                 "loading_us": round(loading / 1e3, 1),

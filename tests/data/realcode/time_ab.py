@@ -1,0 +1,66 @@
+"""Time a fix that is one setting of a running program, both sides in the same process.
+
+    python3 time_ab.py cnn --log-every 1 50 [--warmup 20] [--region-steps 50] [--rounds 6] [FLAGS]
+
+Between processes, the CNN's step time varies more than some of its fixes gain: its batches are
+made by small CPU tensor ops in the main process, and one process ran them twice as fast as the
+next (its two traces' ``__next__``: 18.5 vs 32.8 ms a step). A setting the step reads each time
+it runs (here ``args.log_every``) can be switched between timed regions of one process, so both
+sides see the same CPU. The regions alternate A, B, A, B...; each is synchronized at its edges
+only. Prints one BENCH line: the per-step seconds of each side's regions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import train_utils  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("program")
+    parser.add_argument("--log-every", type=int, nargs=2, required=True, metavar=("A", "B"))
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--region-steps", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=6)
+    # Flags this script does not know are the program's own.
+    ours, extra = parser.parse_known_args()
+    sides = {f"log_every={n}": n for n in ours.log_every}
+    seconds: dict[str, list[float]] = {side: [] for side in sides}
+
+    def alternate(args, program, train_step, device) -> None:
+        step = 0
+        for _ in range(ours.warmup):
+            train_step(step)
+            step += 1
+        for _ in range(ours.rounds):
+            for side, every in sides.items():
+                args.log_every = every
+                # Start a region on a step that logs under either setting, so that each region
+                # logs as often as its setting says.
+                step += (-step) % max(sides.values())
+                train_utils._sync(device)
+                start = time.perf_counter()
+                for _ in range(ours.region_steps):
+                    train_step(step)
+                    step += 1
+                train_utils._sync(device)
+                seconds[side].append((time.perf_counter() - start) / ours.region_steps)
+        print("BENCH " + json.dumps({"program": program, "seconds_per_step": seconds}), flush=True)
+
+    train_utils.run_training = alternate
+    module = importlib.import_module(ours.program)
+    module.main(["--device", "cuda", *extra])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
