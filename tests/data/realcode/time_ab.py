@@ -35,6 +35,7 @@ def main() -> int:
     ours, extra = parser.parse_known_args()
     sides = {f"log_every={n}": n for n in ours.log_every}
     seconds: dict[str, list[float]] = {side: [] for side in sides}
+    regions: list[tuple[str, float, float]] = []  # side, wall-clock start and end (epoch s)
 
     def alternate(args, program, train_step, device) -> None:
         step = 0
@@ -54,7 +55,11 @@ def main() -> int:
                     step += 1
                 train_utils._sync(device)
                 seconds[side].append((time.perf_counter() - start) / ours.region_steps)
-        print("BENCH " + json.dumps({"program": program, "seconds_per_step": seconds}), flush=True)
+                regions.append(
+                    (side, time.time() - seconds[side][-1] * ours.region_steps, time.time())
+                )
+        result = {"program": program, "seconds_per_step": seconds, "regions": regions}
+        print("BENCH " + json.dumps(result), flush=True)
 
     train_utils.run_training = alternate
     module = importlib.import_module(ours.program)
