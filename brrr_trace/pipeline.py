@@ -19,7 +19,7 @@ from brrr_trace.analyzers.kernels import kernel_kind
 from brrr_trace.analyzers.op_lines import attribute_ops
 from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.regimes import REGIMES, LineCost, OpClasses, classify_ops, line_costs
-from brrr_trace.analyzers.rules import RawFinding, RuleContext, savings_by_rule
+from brrr_trace.analyzers.rules import RawFinding, RuleContext, savings_by_rule, savings_ranges
 from brrr_trace.analyzers.rules import find as find_findings
 from brrr_trace.analyzers.steps import measure_steps, profiler_steps
 from brrr_trace.analyzers.timeline import build_timeline
@@ -72,6 +72,13 @@ _INFLATION_NOTE = (
     "idle gaps is estimated from the events it recorded there (summary.profiler_overhead) and "
     "left out of savings estimates. Overhead time is an upper bound: a batch-size or "
     "before/after run (brrr-trace diff) confirms it."
+)
+
+_RANGE_NOTE = (
+    "A saving given as a range depends on the host's pace, which the profiler slowed by an "
+    "amount estimated per event; in the programs measured the real cost was {low:g}-{high:g}x "
+    "that estimate, and the range replays both ends. `brrr-trace record` also times the program's "
+    "steps unprofiled and calibrates on them."
 )
 
 
@@ -548,7 +555,11 @@ def analyze_loaded(
         else None
     )
     findings = tuple(
-        _finding(raw, locator, mapper, context.span_ns, options, steps) for raw in raw_findings
+        dataclasses.replace(
+            _finding(raw, locator, mapper, context.span_ns, options, steps),
+            est_savings_range_ns=bounds,
+        )
+        for raw, bounds in zip(raw_findings, savings_ranges(context, raw_findings), strict=True)
     )
     rule_savings = tuple(
         RuleSaving(
@@ -596,6 +607,12 @@ def analyze_loaded(
     notes = []
     if info.has_python_stacks and summary.gpu_idle_ns:
         notes.append(_INFLATION_NOTE)
+    if any(units.saving_range(f.est_savings_ns, f.est_savings_range_ns) for f in findings):
+        notes.append(
+            _RANGE_NOTE.format(
+                low=options.profiler_cost_scale_low, high=options.profiler_cost_scale_high
+            )
+        )
     if len(ranks) > 1:
         notes.append(
             f"The folder holds the traces of ranks {list(ranks)}; this report covers rank "

@@ -128,6 +128,9 @@ class Finding:
     lines: tuple[int, ...] = ()  # every line of `file` the finding covers, `line` among them
     est_savings_per_step_ns: int | None = None  # with ProfilerStep ranges: the saving per step
     relative_path: str | None = None  # as LineReport.relative_path
+    # The least and most the fix saves with the profiler's cost at either end of what real
+    # programs showed; None where it was calibrated on the program's own unprofiled steps.
+    est_savings_range_ns: tuple[int, int] | None = None
 
 
 def severity_of_saving(

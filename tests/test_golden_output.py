@@ -3,7 +3,9 @@ a matmul, an add whose line then waits for the GPU (cudaStreamSynchronize), and 
 function that launches one more add after 125 µs of Python. The GPU idles from 260 to 395 µs:
 the 5 µs until the sync returned are the waiting line's, the 130 µs after are the logging
 line's (the host ran it). The after trace drops the wait, so host-sync is resolved and the lines
-keep their time.
+keep their time. Its saving, 128.5 µs, has the log frame's 1.5 µs of estimated profiler cost
+taken out; with that cost scaled 0.75x and 3x it is 128.875 and 125.5 µs (the JSON's range; the
+text leaves out a range within 10% of the saving).
 
 Expected outputs are verbatim (rich's padding at the ends of lines stripped): a change to any
 number, word or field shows here first.
@@ -370,7 +372,11 @@ JSON = r"""{
         20
       ],
       "est_savings_per_step_us": null,
-      "relative_path": null
+      "relative_path": null,
+      "est_savings_range_us": [
+        125.5,
+        128.875
+      ]
     }
   ],
   "problems": [],

@@ -164,9 +164,23 @@ class StepGraph:
         inside = (k >= 0) & (at < ends[np.maximum(k, 0)])
         outside = [b and not i for b, i in zip(self.blocks, inside.tolist(), strict=True)]
         blocks = [b and not o for b, o in zip(self.blocks, outside, strict=True)]
-        # Such a call's time in the trace was its waiting: as a plain call it costs little.
+        # Such a call's time in the trace was its waiting: as a plain call it costs little
+        # (also once the profiler's cost is scaled, which recomputes ``own`` from ``call_ns``).
         own = [CALL_NS if o else ns for ns, o in zip(self.own, outside, strict=True)]
-        return replace(self, periodic=True, blocks=blocks, own=own, _base=None, _base_period=None)
+        call_ns = (
+            np.where(np.asarray(outside, dtype=bool), CALL_NS, self.call_ns)
+            if self.call_ns is not None
+            else None
+        )
+        return replace(
+            self,
+            periodic=True,
+            blocks=blocks,
+            own=own,
+            call_ns=call_ns,
+            _base=None,
+            _base_period=None,
+        )
 
     def saving(self, fix: Fix) -> int:
         """ns the fix saves over the whole replay, at most what it takes away."""

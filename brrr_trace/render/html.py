@@ -437,6 +437,9 @@ def _finding(f: Finding, index: int) -> str:
     per_step = (
         f", {_d(f.est_savings_per_step_ns)} a step" if f.est_savings_per_step_ns is not None else ""
     )
+    bounds = units.saving_range(f.est_savings_ns, f.est_savings_range_ns)
+    if bounds:
+        per_step += f" ({_t(bounds)} with the profiler's own cost uncertain)"
     where = _line_label(f.file, f.line)
     covers = ", ".join(str(n) for n in f.lines) if len(f.lines) > 1 else ""
     return (

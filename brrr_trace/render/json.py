@@ -97,6 +97,11 @@ def to_dict(report: Report) -> dict[str, Any]:
                     None if f.est_savings_per_step_ns is None else _us(f.est_savings_per_step_ns)
                 ),
                 "relative_path": f.relative_path,
+                "est_savings_range_us": (
+                    None
+                    if f.est_savings_range_ns is None
+                    else [_us(ns) for ns in f.est_savings_range_ns]
+                ),
             }
             for f in report.findings
         ],

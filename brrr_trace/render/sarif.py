@@ -186,8 +186,11 @@ def _finding_result(
 ) -> dict[str, Any] | None:
     place = _Place(finding.relative_path, finding.file, finding.path, finding.line)
     per_step = finding.est_savings_per_step_ns
-    saving = f"~{units.duration(finding.est_savings_ns)}" + (
-        f" ({units.duration(per_step)} a step)" if per_step is not None else ""
+    bounds = units.saving_range(finding.est_savings_ns, finding.est_savings_range_ns)
+    saving = (
+        f"~{units.duration(finding.est_savings_ns)}"
+        + (f" ({units.duration(per_step)} a step)" if per_step is not None else "")
+        + (f", {bounds} with the profiler's own cost uncertain" if bounds else "")
     )
     said = finding.message[:1].upper() + finding.message[1:]
     message = (

@@ -87,7 +87,9 @@ def _collectives_line(report: Report) -> str:
 
 def _per_step(finding: Finding) -> str:
     per_step = finding.est_savings_per_step_ns
-    return f" ({units.duration(per_step)} a step)" if per_step is not None else ""
+    shown = f" ({units.duration(per_step)} a step)" if per_step is not None else ""
+    bounds = units.saving_range(finding.est_savings_ns, finding.est_savings_range_ns)
+    return shown + (f" [{bounds} with the profiler's own cost uncertain]" if bounds else "")
 
 
 def _line_label(line: LineReport) -> str:

@@ -302,7 +302,8 @@ def hover_markdown(
         for finding in findings:
             out.append(
                 f"- {markdown_code(finding.rule)} "
-                f"(saves ~{units.duration(finding.est_savings_ns)}): "
+                f"(saves ~{units.duration(finding.est_savings_ns)}"
+                f"{_range_note(finding)}): "
                 f"{markdown_text(finding.message)} *Fix:* {markdown_text(finding.fix)}"
             )
     out += ["", f"*Line {_PRECISION_NOTE.get(line.precision, str(line.precision))}.*"]
@@ -487,10 +488,16 @@ def severity(finding: Finding, span_ns: int, settings: Settings) -> t.Diagnostic
     ]
 
 
+def _range_note(finding: Finding) -> str:
+    bounds = units.saving_range(finding.est_savings_ns, finding.est_savings_range_ns)
+    return f"; {bounds} with the profiler's own cost uncertain" if bounds else ""
+
+
 def diagnostic_message(finding: Finding, span_ns: int) -> str:
     saving = f"est. saving {units.duration(finding.est_savings_ns)}"
     if span_ns > 0:
         saving += f", {units.share(finding.est_savings_ns, span_ns)} of the profiled GPU span"
+    saving += _range_note(finding)
     return f"{terminal_safe(finding.message.rstrip())} ({saving})"
 
 

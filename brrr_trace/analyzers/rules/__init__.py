@@ -26,7 +26,15 @@ from brrr_trace.analyzers.rules.small_grid import small_grid
 from brrr_trace.analyzers.rules.unfused_elementwise import unfused_elementwise
 from brrr_trace.analyzers.rules.unfused_optimizer import unfused_optimizer
 
-__all__ = ["RULES", "RawFinding", "RuleContext", "find", "rule_docs", "savings_by_rule"]
+__all__ = [
+    "RULES",
+    "RawFinding",
+    "RuleContext",
+    "find",
+    "rule_docs",
+    "savings_by_rule",
+    "savings_ranges",
+]
 
 # A specific diagnosis explains a line's overhead better than the generic one; both would count
 # the same idle time twice.
@@ -61,6 +69,25 @@ def savings_by_rule(ctx: RuleContext, found: list[RawFinding]) -> dict[str, int]
         if f.replayed is not None and f.est_savings_ns > 0:
             fixes.setdefault(f.rule, []).append(f.replayed)
     return {rule: ctx.together(group) for rule, group in fixes.items() if len(group) > 1}
+
+
+def savings_ranges(ctx: RuleContext, found: list[RawFinding]) -> list[tuple[int, int] | None]:
+    """Per finding, the least and the most its fix saves with the profiler's estimated cost at
+    either end of what real programs showed (``AnalysisOptions.profiler_cost_scale_low`` and
+    ``_high``), its own saving included; None where the cost was calibrated on the program's
+    unprofiled steps or the finding replayed no fix. A GPU fix in a GPU-bound loop saves the
+    same at either end; one whose saving depends on the host's pace does not."""
+    bounds = ctx.cost_bound_graphs
+    if bounds is None:
+        return [None] * len(found)
+    ranges: list[tuple[int, int] | None] = []
+    for f in found:
+        if f.replayed is None or f.est_savings_ns <= 0:
+            ranges.append(None)
+            continue
+        ends = [f.est_savings_ns, *(graph.saving(f.replayed) for graph in bounds)]
+        ranges.append((min(ends), max(ends)))
+    return ranges
 
 
 RULES: tuple[Rule, ...] = (

@@ -13,7 +13,7 @@ from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.op_lines import OpAttribution
 from brrr_trace.analyzers.regimes import LineCost, OpClasses
 from brrr_trace.analyzers.replay import Fix, StepGraph, build_graph
-from brrr_trace.analyzers.steps import calibrated, profiler_steps
+from brrr_trace.analyzers.steps import calibrated, profiler_steps, recorded_unprofiled_step
 from brrr_trace.analyzers.timeline import Timeline
 from brrr_trace.hardware.peaks import GpuPeak
 from brrr_trace.options import AnalysisOptions
@@ -49,6 +49,7 @@ class RuleContext:
     _rows: dict[int, np.ndarray] = field(default_factory=dict)
     _graph: StepGraph | None = None
     last_fix: Fix | None = None  # the fix ``replayed`` was last asked for
+    _bounds: tuple[StepGraph, ...] | None = None
 
     def __post_init__(self) -> None:
         placed = np.flatnonzero(self.ops.line != NONE)
@@ -58,6 +59,26 @@ class RuleContext:
         for chunk in np.split(order, cuts) if len(order) else ():
             self._rows[int(self.ops.line[chunk[0]])] = chunk
         self.by_id = {cost.line_id: cost for cost in self.costs}
+
+    @property
+    def cost_bound_graphs(self) -> tuple[StepGraph, StepGraph] | None:
+        """The graph with the profiler's cost scaled to the low and the high end of what real
+        programs showed; None where the cost was calibrated on the trace's own unprofiled
+        steps (``brrr-trace record``) or there is nothing to replay."""
+        if self._bounds is None:
+            graph = self.graph
+            if recorded_unprofiled_step(self.trace) is not None or not graph.start:
+                self._bounds = ()
+            else:
+                low, high = (
+                    self.options.profiler_cost_scale_low,
+                    self.options.profiler_cost_scale_high,
+                )
+                self._bounds = (graph.with_cost_scale(low), graph.with_cost_scale(high))
+        if not self._bounds:
+            return None
+        low_graph, high_graph = self._bounds
+        return low_graph, high_graph
 
     @property
     def graph(self) -> StepGraph:
