@@ -114,6 +114,9 @@ class StepGraph:
     # The graph as arrays for ``_replay_runs``, built on first use (None after: the loop's).
     _runs: _Runs | None = None
     _runs_built: bool = False
+    # Per host thread: its events (``host_work_inside``); the events are the same in every
+    # graph ``replace`` makes of this one.
+    _thread_events: dict[int, np.ndarray] = field(default_factory=dict)
 
     def with_cost_scale(self, scale: float) -> StepGraph:
         """The same graph with the profiler's estimated cost multiplied by ``scale``."""
@@ -210,11 +213,17 @@ class StepGraph:
     def host_work_inside(self, thread: int, starts: np.ndarray, ends: np.ndarray) -> dict[int, int]:
         """Per event: the host work before it that lies inside the given intervals of a thread
         (the profiler's cost out in proportion)."""
-        mine = np.flatnonzero(self.event_thread == thread)
+        mine = self._events_on(thread)
         if not len(mine) or not len(starts):
             return {}
         order = np.argsort(starts, kind="stable")
         merged_s, merged_e = _merge(starts[order], ends[order])
+        # Only the events whose host work overlaps the intervals' extent can get a share (the
+        # rules ask once per optimizer step: over every event of the thread, quadratic).
+        near = (self.event_start[mine] > merged_s[0]) & (self.gap_start[mine] < merged_e[-1])
+        mine = mine[near]
+        if not len(mine):
+            return {}
         cum = np.concatenate(([0], np.cumsum(merged_e - merged_s)))
 
         def covered_until(t: np.ndarray) -> np.ndarray:
@@ -229,6 +238,13 @@ class StepGraph:
         work = np.asarray([self.work[e] for e in mine.tolist()])
         share = (overlap * work // gap).astype(np.int64)
         return {int(e): int(s) for e, s in zip(mine.tolist(), share.tolist(), strict=True) if s}
+
+    def _events_on(self, thread: int) -> np.ndarray:
+        """The events of one host thread, in replay order (built once per thread)."""
+        found = self._thread_events.get(thread)
+        if found is None:
+            found = self._thread_events[thread] = np.flatnonzero(self.event_thread == thread)
+        return found
 
     def replayed_window(self, a: int, b: int) -> int | None:
         """How long the trace's [a, b) takes in the baseline replay (the profiler's cost out):
