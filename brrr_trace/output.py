@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import secrets
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -117,7 +118,7 @@ def _check_target(target: str, folder: str) -> int | None:
 def _claim_temp(target: str, folder: str) -> tuple[str, int]:
     name = os.path.basename(target)
     for _ in range(8):
-        temp = os.path.join(folder, f".{name}.{os.urandom(4).hex()}.tmp")
+        temp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
         try:
             return temp, os.open(temp, _CREATE_FLAGS, 0o666)
         except FileExistsError:
