@@ -39,9 +39,9 @@ def test_innermost_is_the_deepest_interval_holding_the_time() -> None:
     rng = random.Random(5)
     for _ in range(150):
         spans: list[tuple[int, int, int, int]] = []
-        for thread in rng.sample([0, 1, 4], rng.randint(1, 3)):
+        for h in rng.sample([0, 1, 4], rng.randint(1, 3)):
             for s, e in nested(rng, 0, 60, 4):
-                spans.append((len(spans), thread, s, e))
+                spans.append((len(spans), h, s, e))
         rng.shuffle(spans)
         spans = [(row, h, s, e) for row, (_, h, s, e) in enumerate(spans)]
         thread = np.array([h for _, h, _, _ in spans], dtype=np.int64)
