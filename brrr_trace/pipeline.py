@@ -24,7 +24,6 @@ from brrr_trace.analyzers.rules import find as find_findings
 from brrr_trace.analyzers.steps import measure_steps, profiler_steps
 from brrr_trace.analyzers.timeline import build_timeline
 from brrr_trace.analyzers.timeline_view import timeline_view
-from brrr_trace.analyzers.tracks import LineRun, TimelineTracks, timeline_tracks
 from brrr_trace.errors import NotATraceError
 from brrr_trace.hardware.devices import match_device
 from brrr_trace.hardware.peaks import GpuPeak
@@ -61,6 +60,9 @@ from brrr_trace.vocabulary import IdleCause, Regime
 
 if TYPE_CHECKING:
     from brrr_trace.analyzers.crossrank import CrossRank, RankPiece, RankTimes
+    from brrr_trace.analyzers.op_lines import OpAttribution
+    from brrr_trace.analyzers.timeline import Timeline
+    from brrr_trace.analyzers.tracks import LineRun, TimelineTracks
 
 # Folders of rank traces only (docs/architecture.md §13): the cross-rank merge, the straggler
 # rule and the process pool are imported where a run of several ranks is analyzed, so that
@@ -650,7 +652,7 @@ def analyze_loaded(
         steps=steps,
         collectives=collectives.calls,
         rule_savings=rule_savings,
-        tracks=_tracks(trace, timeline_tracks(trace, ops, timeline), locator, costs)
+        tracks=_tracks(trace, _timeline_tracks(trace, ops, timeline), locator, costs)
         if options.timeline_tracks
         else (),
         timeline=timeline_view(
@@ -663,6 +665,13 @@ def analyze_loaded(
             profiler_steps(trace) if steps is not None else (),
         ),
     )
+
+
+def _timeline_tracks(trace: Trace, ops: OpAttribution, timeline: Timeline) -> TimelineTracks:
+    # Only ``--format perfetto`` asks for the tracks: other reports do not import them.
+    from brrr_trace.analyzers.tracks import timeline_tracks
+
+    return timeline_tracks(trace, ops, timeline)
 
 
 def _tracks(

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from brrr_trace.analyzers.collectives import CollectiveCall
-from brrr_trace.analyzers.crossrank import CrossRank
 from brrr_trace.units import duration
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
 if TYPE_CHECKING:  # the drawn timeline's types; importing them would load the analyzers
+    from brrr_trace.analyzers.crossrank import CrossRank  # a folder of ranks only
     from brrr_trace.analyzers.timeline_view import TimelineView
 
 SCHEMA_VERSION = 1

@@ -87,24 +87,30 @@ def _flatten(
     ids = order.tolist()
     seg_t: list[int] = []
     seg_i: list[int] = []
-    stack_end: list[int] = []
-    stack_id: list[int] = []
+    emit_t, emit_i = seg_t.append, seg_i.append
+    # The open intervals, innermost last, above a sentinel that outlasts every time (ends are
+    # below 2**62 ns): the loop runs once per interval, so its top is kept in a local too.
+    outside = 1 << 64
+    stack_end, stack_id = [outside], [NONE]
+    push_end, push_id = stack_end.append, stack_id.append
+    pop_end, pop_id = stack_end.pop, stack_id.pop
+    top = outside
     for s, e, i in zip(starts, ends, ids, strict=True):
-        while stack_end and stack_end[-1] <= s:
-            t = stack_end.pop()
-            stack_id.pop()
-            seg_t.append(t)
-            seg_i.append(stack_id[-1] if stack_id else NONE)
-        if stack_end and e > stack_end[-1]:
+        while top <= s:
+            emit_t(pop_end())
+            pop_id()
+            emit_i(stack_id[-1])
+            top = stack_end[-1]
+        if e > top:
             # A child that outlives its parent (clock rounding): clip it to the parent.
-            e = stack_end[-1]
-        stack_end.append(e)
-        stack_id.append(i)
-        seg_t.append(s)
-        seg_i.append(i)
-    while stack_end:
-        t = stack_end.pop()
-        stack_id.pop()
-        seg_t.append(t)
-        seg_i.append(stack_id[-1] if stack_id else NONE)
+            e = top
+        push_end(e)
+        push_id(i)
+        top = e
+        emit_t(s)
+        emit_i(i)
+    while len(stack_end) > 1:
+        emit_t(pop_end())
+        pop_id()
+        emit_i(stack_id[-1])
     return np.asarray(seg_t, dtype=np.int64), np.asarray(seg_i, dtype=np.int64)

@@ -21,6 +21,7 @@ step, host time in a GPU-bound one), and never more than the time the fix takes 
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -133,6 +134,12 @@ class StepGraph:
     periodic: bool = False
     _base: tuple[int, list[int], list[tuple[int, int]]] | None = None
     _base_period: int | None = None
+    # The graph as arrays for ``_replay_runs``, built on first use (None after: the loop's).
+    _runs: _Runs | None = None
+    _runs_built: bool = False
+    # Per host thread: its events (``host_work_inside``); the events are the same in every
+    # graph ``replace`` makes of this one.
+    _thread_events: dict[int, np.ndarray] = field(default_factory=dict)
 
     def with_cost_scale(self, scale: float) -> StepGraph:
         """The same graph with the profiler's estimated cost multiplied by ``scale``."""
@@ -148,7 +155,14 @@ class StepGraph:
         ).astype(np.int64)
         tail = max(0, self.tail_gap_ns - round(self.tail_cost_ns * scale))
         return replace(
-            self, work=work.tolist(), own=own.tolist(), tail=tail, cost_scale=scale, _base=None
+            self,
+            work=work.tolist(),
+            own=own.tolist(),
+            tail=tail,
+            cost_scale=scale,
+            _base=None,
+            _runs=None,
+            _runs_built=False,
         )
 
     def as_loop(self, steps: list[tuple[int, int]]) -> StepGraph:
@@ -180,6 +194,8 @@ class StepGraph:
             call_ns=call_ns,
             _base=None,
             _base_period=None,
+            _runs=None,
+            _runs_built=False,
         )
 
     def saving(self, fix: Fix) -> int:
@@ -227,11 +243,17 @@ class StepGraph:
     def host_work_inside(self, thread: int, starts: np.ndarray, ends: np.ndarray) -> dict[int, int]:
         """Per event: the host work before it that lies inside the given intervals of a thread
         (the profiler's cost out in proportion)."""
-        mine = np.flatnonzero(self.event_thread == thread)
+        mine = self._events_on(thread)
         if not len(mine) or not len(starts):
             return {}
         order = np.argsort(starts, kind="stable")
         merged_s, merged_e = _merge(starts[order], ends[order])
+        # Only the events whose host work overlaps the intervals' extent can get a share (the
+        # rules ask once per optimizer step: over every event of the thread, quadratic).
+        near = (self.event_start[mine] > merged_s[0]) & (self.gap_start[mine] < merged_e[-1])
+        mine = mine[near]
+        if not len(mine):
+            return {}
         cum = np.concatenate(([0], np.cumsum(merged_e - merged_s)))
 
         def covered_until(t: np.ndarray) -> np.ndarray:
@@ -246,6 +268,13 @@ class StepGraph:
         work = np.asarray([self.work[e] for e in mine.tolist()])
         share = (overlap * work // gap).astype(np.int64)
         return {int(e): int(s) for e, s in zip(mine.tolist(), share.tolist(), strict=True) if s}
+
+    def _events_on(self, thread: int) -> np.ndarray:
+        """The events of one host thread, in replay order (built once per thread)."""
+        found = self._thread_events.get(thread)
+        if found is None:
+            found = self._thread_events[thread] = np.flatnonzero(self.event_thread == thread)
+        return found
 
     def replayed_window(self, a: int, b: int) -> int | None:
         """How long the trace's [a, b) takes in the baseline replay (the profiler's cost out):
@@ -270,6 +299,10 @@ class StepGraph:
         passes: int = 1,
         pass_ends: list[int] | None = None,
     ) -> int:
+        if clocks is None and spans is None and fix.batches is None:
+            runs = self._runs_of_graph()
+            if runs is not None:
+                return _replay_runs(runs, fix, passes, pass_ends)
         # The hot loop of the rules (one replay per finding): names bound locally, the
         # comparisons written out, and the per-op checks a fix or graph does not need left out.
         stream, latency = self.stream, self.latency
@@ -370,6 +403,15 @@ class StepGraph:
         if pass_ends is not None:
             pass_ends.append(end)
         return end
+
+    def _runs_of_graph(self) -> _Runs | None:
+        """The graph as arrays for ``_replay_runs``; None where the event loop replays it: ops
+        wait for other streams (``after``), blocking calls come every few events (a run per
+        call costs more than the loop), or times so large that int64 sums could overflow."""
+        if not self._runs_built:
+            self._runs = _Runs.of(self)
+            self._runs_built = True
+        return self._runs
 
 
 def build_graph(
@@ -533,3 +575,183 @@ def _latencies(trace: Trace, ops: OpAttribution) -> np.ndarray:
     lag = np.clip(gpu.start_ns[order] - launched, 0, _MAX_LATENCY_NS)
     out[order[idle]] = lag[idle]
     return out
+
+
+# Fewer events than this between two blocking calls on average, and the loop replays the graph:
+# each run between two blocking calls costs a few dozen numpy calls.
+_MIN_EVENTS_PER_RUN = 32
+_MAX_VECTOR_NS = 1 << 61  # int64 holds sums of times up to 2**63; the loop's ints any
+
+
+@dataclass
+class _Runs:
+    """A graph as arrays: every GPU op it launches, in launch order (``entry``), per event."""
+
+    n: int
+    first_clock: int
+    work: np.ndarray  # per event
+    own: np.ndarray
+    blocks: np.ndarray
+    entry_row: np.ndarray  # per entry: the GPU op row
+    entry_event: np.ndarray
+    entry_stream: np.ndarray
+    entry_latency: np.ndarray
+    entry_duration: np.ndarray
+    entry_of_row: np.ndarray  # per GPU op row: its entry, NONE when not launched
+    event_entries: np.ndarray  # per event: its first entry (n + 1 values)
+    other_start: np.ndarray
+    other_end: np.ndarray
+    other_stream: np.ndarray
+    finish: int  # the end of the last op launched outside
+
+    @staticmethod
+    def of(graph: StepGraph) -> _Runs | None:
+        n = len(graph.launched)
+        if graph.after or not n or n < _MIN_EVENTS_PER_RUN * (sum(graph.blocks) + 1):
+            return None
+        counts = np.fromiter((len(ops) for ops in graph.launched), dtype=np.int64, count=n)
+        rows = np.fromiter(
+            (row for ops in graph.launched for row in ops), dtype=np.int64, count=int(counts.sum())
+        )
+        stream = np.asarray(graph.stream, dtype=np.int64)
+        latency = np.asarray(graph.latency, dtype=np.int64)
+        duration = np.asarray(graph.duration, dtype=np.int64)
+        others = np.asarray(graph.others, dtype=np.int64).reshape(-1, 3)
+        times = [np.asarray(graph.work), np.asarray(graph.own), others[:, :2], duration]
+        largest = max(
+            [abs(int(graph.gap_start[0]))] + [int(np.abs(t).max(initial=0)) for t in times]
+        )
+        if largest >= _MAX_VECTOR_NS:
+            return None
+        entry_of_row = np.full(len(duration), NONE, dtype=np.int64)
+        entry_of_row[rows] = np.arange(len(rows))
+        return _Runs(
+            n=n,
+            first_clock=int(graph.gap_start[0]),
+            work=np.asarray(graph.work, dtype=np.int64),
+            own=np.asarray(graph.own, dtype=np.int64),
+            blocks=np.asarray(graph.blocks, dtype=bool),
+            entry_row=rows,
+            entry_event=np.repeat(np.arange(n), counts),
+            entry_stream=stream[rows],
+            entry_latency=latency[rows],
+            entry_duration=duration[rows],
+            entry_of_row=entry_of_row,
+            event_entries=np.concatenate(([0], np.cumsum(counts))),
+            other_start=others[:, 0].copy(),
+            other_end=others[:, 1].copy(),
+            other_stream=others[:, 2].copy(),
+            finish=int(others[:, 1].max(initial=0)),
+        )
+
+
+def _replay_runs(runs: _Runs, fix: Fix, passes: int, pass_ends: list[int] | None) -> int:
+    """``StepGraph._replay`` run by run: the host's clock between two blocking calls is a sum,
+    and each stream's ends follow ``end = max(ready, previous end) + duration``, which is
+    ``D[k] + max(free, max over j <= k of ready[j] - D[j - 1])`` with ``D`` the running sum of
+    durations: a cumulative maximum per stream. Only a blocking call waits for the GPU, so the
+    loop over events becomes a loop over the runs between blocking calls, with the same ints."""
+    n = runs.n
+    step = runs.work
+    if fix.host_saved:
+        step = step.copy()
+        saved = [(e, ns) for e, ns in fix.host_saved.items() if 0 <= e < n]
+        step[[e for e, _ in saved]] -= np.asarray([ns for _, ns in saved], dtype=np.int64)
+    step = np.maximum(step, 0)
+    blocking = runs.blocks
+    advance = runs.own.copy()
+    if fix.unblocked:
+        unblocked = np.zeros(n, dtype=bool)
+        unblocked[[e for e in fix.unblocked if 0 <= e < n]] = True
+        advance[blocking & unblocked] = CALL_NS
+        blocking = blocking & ~unblocked
+    for event, own_ns in fix.own.items():
+        if not blocking[event]:
+            advance[event] = own_ns
+    duration = runs.entry_duration
+    keep: np.ndarray | None = None
+    if fix.durations:
+        duration = duration.copy()
+        rows = np.fromiter(fix.durations, dtype=np.int64, count=len(fix.durations))
+        new_ns = np.fromiter(fix.durations.values(), dtype=np.int64, count=len(rows))
+        entries = runs.entry_of_row[rows]
+        launched = entries != NONE
+        entries, new_ns = entries[launched], new_ns[launched]
+        duration[entries] = new_ns
+        if (new_ns <= 0).any():
+            keep = np.ones(len(duration), dtype=bool)
+            keep[entries[new_ns <= 0]] = False
+    ends_of_runs = np.flatnonzero(blocking).tolist()
+    if not ends_of_runs or ends_of_runs[-1] != n - 1:
+        ends_of_runs.append(n - 1)
+    stream_free: dict[int, int] = {}
+    clock = runs.first_clock
+    queued_end = 0
+    other_k = 0
+    n_others = len(runs.other_start)
+    end = 0
+    for _ in range(passes):
+        first = 0
+        for last in ends_of_runs:
+            # The host's clock at each event of the run, once its work before the event is done.
+            at = clock + np.cumsum(step[first : last + 1])
+            at[1:] += np.cumsum(advance[first:last])
+            lo, hi = int(runs.event_entries[first]), int(runs.event_entries[last + 1])
+            local = runs.entry_event[lo:hi] - first
+            ready = at[local] + runs.entry_latency[lo:hi]
+            length = duration[lo:hi]
+            streams = runs.entry_stream[lo:hi]
+            is_op = np.ones(hi - lo, dtype=bool)
+            if keep is not None:
+                kept = keep[lo:hi]
+                local, ready, length, streams = (
+                    local[kept],
+                    ready[kept],
+                    length[kept],
+                    streams[kept],
+                )
+                is_op = is_op[kept]
+            # Ops launched outside the program free their stream once the host's clock has
+            # passed their start (before the ops of that event).
+            if other_k < n_others:
+                reach = np.maximum.accumulate(at)
+                taken = int(np.searchsorted(runs.other_start[other_k:], reach[-1], side="right"))
+                if taken:
+                    k = slice(other_k, other_k + taken)
+                    other_local = np.searchsorted(reach, runs.other_start[k], side="left")
+                    # Others before the ops of their event, each group in its own order.
+                    key = np.concatenate((local * 2 + 1, other_local * 2))
+                    order = np.argsort(key, kind="stable")
+                    local = key[order]
+                    ready = np.concatenate((ready, runs.other_end[k]))[order]
+                    length = np.concatenate((length, np.zeros(taken, dtype=np.int64)))[order]
+                    streams = np.concatenate((streams, runs.other_stream[k]))[order]
+                    is_op = np.concatenate((is_op, np.zeros(taken, dtype=bool)))[order]
+                    other_k += taken
+            if len(ready):
+                by_stream = np.argsort(streams, kind="stable")
+                sorted_streams = streams[by_stream]
+                cuts = np.flatnonzero(sorted_streams[1:] != sorted_streams[:-1]) + 1
+                bounds = [0, *cuts.tolist(), len(by_stream)]
+                op_end = queued_end
+                for a, b in itertools.pairwise(bounds):
+                    chosen = by_stream[a:b]
+                    s = int(sorted_streams[a])
+                    total = np.cumsum(length[chosen])
+                    lead = np.maximum.accumulate(ready[chosen] - (total - length[chosen]))
+                    ends = total + np.maximum(lead, stream_free.get(s, 0))
+                    stream_free[s] = int(ends[-1])
+                    ops_here = is_op[chosen]
+                    if ops_here.any():
+                        op_end = max(op_end, int(ends[ops_here].max()))
+                queued_end = op_end
+            last_at = int(at[-1])
+            if blocking[last]:
+                clock = max(last_at + CALL_NS, queued_end)
+            else:
+                clock = last_at + int(advance[last])
+            first = last + 1
+        end = max(runs.finish, queued_end, clock)
+        if pass_ends is not None:
+            pass_ends.append(end)
+    return end

@@ -3,15 +3,17 @@ schema_version 1)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from brrr_trace.analyzers.collectives import CollectiveCall
-from brrr_trace.analyzers.crossrank import CrossRank
-from brrr_trace.diff import Diff
 from brrr_trace.report import Finding, LineReport, Report
 from brrr_trace.safe_text import json_safe
+
+if TYPE_CHECKING:  # annotations only: one report's JSON needs neither module
+    from brrr_trace.analyzers.crossrank import CrossRank
+    from brrr_trace.diff import Diff
 
 
 def _us(ns: int) -> float:

@@ -240,7 +240,8 @@ class Columns:
         c_dims, c_types = self.c_dims.append, self.c_types.append
         c_concrete, c_stack = self.c_concrete.append, self.c_stack.append
         c_coll = self.c_coll.append
-        value_ids, value = self._value_ids, self._value
+        join = b"\x00".join
+        triples: dict[bytes, tuple[int, int, int]] = {}
         self.events += len(events)
         for ev in events:
             ph = ev.ph
@@ -303,15 +304,20 @@ class Columns:
                     )
                     c_fwd(NO_ID if fwd is None else _as_int(fwd))
                     # Values by their JSON text; b"" (absent) and b"null" are seeded as NO_ID.
-                    raw = bytes(args.input_dims) or bytes(args.input_dims_legacy)
-                    vix = value_ids.get(raw)
-                    c_dims(vix if vix is not None else value(raw))
-                    raw = bytes(args.input_types)
-                    vix = value_ids.get(raw)
-                    c_types(vix if vix is not None else value(raw))
-                    raw = bytes(args.concrete_inputs)
-                    vix = value_ids.get(raw)
-                    c_concrete(vix if vix is not None else value(raw))
+                    # An op's three values are looked up as one key: most ops repeat a
+                    # (dims, types, concrete) seen before, and each bytes() copy and lookup
+                    # is a good part of an op's cost. JSON text holds no NUL byte, so the
+                    # joined key is the three texts unambiguously.
+                    dims = args.input_dims
+                    texts = join(
+                        (dims or args.input_dims_legacy, args.input_types, args.concrete_inputs)
+                    )
+                    ids = triples.get(texts)
+                    if ids is None:
+                        ids = triples[texts] = self._value_triple(args)
+                    c_dims(ids[0])
+                    c_types(ids[1])
+                    c_concrete(ids[2])
                     stack = args.call_stack
                     c_stack(NO_ID if stack is None else self._stack_id(stack))
                     c_coll(NO_ID if args.collective is None else self._collective(args))
@@ -379,6 +385,14 @@ class Columns:
         self.bad_times += part.bad_times
         self.bad_durations += part.bad_durations
         self.events += part.events
+
+    def _value_triple(self, args: Any) -> tuple[int, int, int]:
+        """The ids of an op's input dims, types and concrete inputs, interned in that order."""
+        return (
+            self._value(bytes(args.input_dims) or bytes(args.input_dims_legacy)),
+            self._value(bytes(args.input_types)),
+            self._value(bytes(args.concrete_inputs)),
+        )
 
     def _stack_id(self, stack: Any) -> int:
         return self._intern_whole(stack) if isinstance(stack, str) else NO_ID

@@ -33,13 +33,14 @@ def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
     per_line: dict[int, list[int]] = {}
     steps_of_line: dict[int, list[int]] = {}
     foreach: dict[int, bool] = {}
+    # Kernels by launch time, so that each step finds its own by binary search.
+    by_launch = np.argsort(launch_t, kind="stable")
+    launch_sorted = launch_t[by_launch]
     for row in steps:
-        inside = (
-            (launch_thread == cpu.thread[row])
-            & (launch_t >= cpu.start_ns[row])
-            & (launch_t <= cpu.end_ns[row])
-        )
-        kernels = np.flatnonzero(inside)
+        lo = int(np.searchsorted(launch_sorted, cpu.start_ns[row], side="left"))
+        hi = int(np.searchsorted(launch_sorted, cpu.end_ns[row], side="right"))
+        near = by_launch[lo:hi]
+        kernels = np.sort(near[launch_thread[near] == cpu.thread[row]])
         form = _multi_tensor_form(ctx.trace, row)
         if len(kernels) < ctx.options.many_kernels or form == "fused":
             continue
@@ -105,10 +106,12 @@ def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
 def _multi_tensor_form(trace: Trace, step: int) -> str | None:
     """ "fused" or "foreach" when the step already runs one kernel for many tensors."""
     cpu = trace.cpu_ops
-    inside = np.flatnonzero(
-        (cpu.thread == cpu.thread[step])
-        & (cpu.start_ns >= cpu.start_ns[step])
-        & (cpu.end_ns <= cpu.end_ns[step])
+    # Ops are sorted by start: only those starting within the step's span can be inside it
+    # (a mask over every op per step made this quadratic in long traces).
+    lo = int(np.searchsorted(cpu.start_ns, cpu.start_ns[step], side="left"))
+    hi = int(np.searchsorted(cpu.start_ns, cpu.end_ns[step], side="right"))
+    inside = lo + np.flatnonzero(
+        (cpu.thread[lo:hi] == cpu.thread[step]) & (cpu.end_ns[lo:hi] <= cpu.end_ns[step])
     )
     names = {trace.strings[cpu.name[r]] for r in inside.tolist()}
     if any(n.startswith("aten::_fused_") for n in names):
