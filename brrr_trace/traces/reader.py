@@ -125,7 +125,6 @@ def _runs(
                 state.damage = f"reading the file failed ({error})"
             if more:
                 state.uncompressed_bytes += len(more)
-                pending += more
             else:
                 eof = True
                 if _damage(stream):
@@ -136,6 +135,20 @@ def _runs(
         if eof:
             yield from _finish(pending, state)
             return
+        # Most reads end past an event boundary: the run is what is pending and the new bytes
+        # up to it, joined in one copy (``pending += more`` and a slice of it were two, each
+        # into fresh pages). A boundary whose "}" lies in ``more`` lies wholly in it, so the
+        # last one in ``more`` is the last one in ``pending + more`` when there is one.
+        cut = _last_boundary(more)
+        if cut >= 0:
+            run = b"".join((pending, memoryview(more)[: cut + 1]))
+            rest = more[cut + 1 :].lstrip()
+            pending = rest[1:] if rest[:1] == b"," else rest
+            run = yield from _before_repeats(run, state)
+            if run.strip():
+                yield run
+            continue
+        pending += more
         cut = _last_boundary(pending)
         if cut < 0:
             if len(pending) > MAX_EVENT_BYTES:
