@@ -145,7 +145,7 @@ def _runs(
             rest = more[cut + 1 :].lstrip()
             pending = rest[1:] if rest[:1] == b"," else rest
             run = yield from _before_repeats(run, state)
-            if run.strip():
+            if _has_text(run):
                 yield run
             continue
         pending += more
@@ -167,8 +167,14 @@ def _runs(
         rest = pending[cut + 1 :].lstrip()
         pending = rest[1:] if rest[:1] == b"," else rest
         run = yield from _before_repeats(run, state)
-        if run.strip():
+        if _has_text(run):
             yield run
+
+
+def _has_text(run: bytes) -> bool:
+    """``run.strip()`` is not empty, without its copy: a run that starts with the newline
+    after an event's comma is copied whole by ``strip``."""
+    return bool(run) and not run.isspace()
 
 
 def _find_events_start(name: str, stream: Stream, first: bytes, state: ReadState, path: str) -> int:
