@@ -18,6 +18,6 @@ def _isolate_from_current_folder() -> None:
 
 _isolate_from_current_folder()
 
-from brrr_trace.cli import main  # noqa: E402
+from brrr_trace.cli import run  # noqa: E402
 
-raise SystemExit(main())
+run()

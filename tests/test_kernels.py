@@ -222,3 +222,18 @@ def test_kernel_name_functions_never_raise(name) -> None:
     assert isinstance(kernel_kind(name), KernelKind)
     kernel_dtype(name)
     is_tf32_kernel(name)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("SOFTMAX_Kernel<float>", KernelKind.SOFTMAX),  # ASCII: lowered, searched as is
+        ("Sm90_XMMA_GEMM_bf16", KernelKind.GEMM),
+        # Not ASCII: matched with re.IGNORECASE, whose folding str.lower does not reproduce
+        # ("ſ", the long s, folds to "s"; "K", the Kelvin sign, to "k").
+        ("\u017foftmax_kernel", KernelKind.SOFTMAX),
+        ("\u212av_indices_copy", KernelKind.ELEMENTWISE),
+    ],
+)
+def test_names_match_in_any_case(name: str, kind: KernelKind) -> None:
+    assert kernel_kind(name) is kind

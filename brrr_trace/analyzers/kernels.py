@@ -18,14 +18,41 @@ import numpy as np
 from brrr_trace.vocabulary import KernelKind
 
 
-def _rx(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE)
+class _Words:
+    """A pattern of lowercase words, matched case-insensitively and compiled on first use.
+    ASCII text (nearly every kernel name) is lowered and searched case-sensitively: the same
+    matches, ~4x faster than ``re.IGNORECASE`` on long templated names (33 -> 8 ms for the
+    family rules over the 69 kernel names of gpt_small). Other text keeps IGNORECASE, whose
+    Unicode case folding ``str.lower`` does not reproduce."""
+
+    __slots__ = ("_any", "_ascii", "_pattern")
+
+    def __init__(self, pattern: str) -> None:
+        self._pattern = pattern
+        self._ascii: re.Pattern[str] | None = None
+        self._any: re.Pattern[str] | None = None
+
+    def search(self, text: str) -> re.Match[str] | None:
+        if text.isascii():
+            if self._ascii is None:
+                self._ascii = re.compile(self._pattern)
+            return self._ascii.search(text.lower())
+        if self._any is None:
+            self._any = re.compile(self._pattern, re.IGNORECASE)
+        return self._any.search(text)
+
+
+def _rx(pattern: str) -> _Words:
+    # Lowered text matches a pattern case-insensitively only if its letters are lowercase.
+    if pattern != pattern.lower():
+        raise ValueError(f"kernel-name patterns are written in lowercase: {pattern!r}")
+    return _Words(pattern)
 
 
 # Ordered: the first family that matches wins. Specific op families (attention, norms, softmax)
 # come before the generic ones, as in TraceLens's priorities (reference §6), and convolutions
 # come before GEMMs because implicit-GEMM convolutions have "gemm" in their names.
-_KIND_RULES: tuple[tuple[KernelKind, re.Pattern[str]], ...] = (
+_KIND_RULES: tuple[tuple[KernelKind, _Words], ...] = (
     (KernelKind.MEMCPY, _rx(r"^\s*(hip)?memcpy|^dma|memory_copy|__amd_rocclr_copybuffer")),
     (KernelKind.MEMSET, _rx(r"^\s*(hip)?memset|memory_fill|__amd_rocclr_fillbuffer")),
     (
@@ -42,8 +69,11 @@ _KIND_RULES: tuple[tuple[KernelKind, re.Pattern[str]], ...] = (
 # "attention" but is not attention).
 _TRITON = _rx(r"^\s*(?:void\s+)?triton_(poi|red|per|tem|for|spl)_")
 _TRITON_TEMPLATE_ATTENTION = _rx(r"attention|attn")
+_CONV = _rx(r"conv")
+_SOFTMAX = _rx(r"softmax")
+_TRITON_NORM = _rx(r"layer_norm|group_norm|batch_norm|rms_norm")
 
-_NAME_RULES: tuple[tuple[KernelKind, re.Pattern[str]], ...] = (
+_NAME_RULES: tuple[tuple[KernelKind, _Words], ...] = (
     (KernelKind.ELEMENTWISE, _rx(r"kv_?indices|reshape_and_cache|store_kv_?cache")),
     (
         KernelKind.ATTENTION,
@@ -131,12 +161,12 @@ def kernel_kind(name: str) -> KernelKind:
         if category == "tem":
             if _TRITON_TEMPLATE_ATTENTION.search(name):
                 return KernelKind.ATTENTION
-            return KernelKind.CONV if re.search(r"conv", name, re.I) else KernelKind.GEMM
+            return KernelKind.CONV if _CONV.search(name) else KernelKind.GEMM
         if category in ("poi", "for"):
             return KernelKind.ELEMENTWISE
-        if re.search(r"softmax", name, re.I):
+        if _SOFTMAX.search(name):
             return KernelKind.SOFTMAX
-        if re.search(r"layer_norm|group_norm|batch_norm|rms_norm", name, re.I):
+        if _TRITON_NORM.search(name):
             return KernelKind.NORM
         return KernelKind.REDUCTION
     for kind, rx in _NAME_RULES:
@@ -166,7 +196,7 @@ def is_tf32_kernel(name: str) -> bool:
     )
 
 
-_DTYPE_LOW_PRECISION: tuple[tuple[str, re.Pattern[str]], ...] = (
+_DTYPE_LOW_PRECISION: tuple[tuple[str, _Words], ...] = (
     ("fp8", _rx(r"float8|e4m3|e5m2|(?<![a-z0-9])fp8")),
     ("bf16", _rx(r"bfloat16|(?<![a-z0-9])bf16")),
     (
@@ -174,6 +204,8 @@ _DTYPE_LOW_PRECISION: tuple[tuple[str, re.Pattern[str]], ...] = (
         _rx(r"c10::half|__half|(?<![a-z0-9])(f16|fp16|half|hgemm|h884|h1688|h16816)(?![0-9])"),
     ),
 )
+_DTYPE_INT64 = _rx(r"(?<![a-z0-9])(long|int64_t)(?![a-z0-9])")
+_HOST_COPY = _rx(r"htod|dtoh|htoh|pageable|pinned|host")
 _DTYPE_WIDE = _rx(r"(?<![a-z0-9])(double|f64|fp64|dgemm|float|f32|fp32|sgemm|tf32)(?![0-9])")
 
 
@@ -212,7 +244,7 @@ def kernel_dtype(name: str) -> str | None:
     if m:
         word = m.group(1).lower()
         return "fp64" if word in ("double", "f64", "fp64", "dgemm") else "fp32"
-    if re.search(r"(?<![a-z0-9])(long|int64_t)(?![a-z0-9])", head, re.I):
+    if _DTYPE_INT64.search(head):
         return "int64"
     return None
 
@@ -222,7 +254,7 @@ def is_host_copy(name: str) -> bool:
     """Whether a memcpy crosses the host link (HtoD, DtoH, pageable/pinned host memory)."""
     if not isinstance(name, str):
         return False
-    return bool(re.search(r"htod|dtoh|htoh|pageable|pinned|host", name, re.I))
+    return bool(_HOST_COPY.search(name))
 
 
 def template_args(name: str, start: int) -> list[str] | None:
