@@ -293,8 +293,10 @@ async def test_diagnostics_from_the_pipelines_own_findings(
     share = 100 * finding.est_savings_ns / (report.summary.gpu_busy_ns + report.summary.gpu_idle_ns)
     sync = [d for d in real_client.diagnostics[workspace.uri] if d.code == "host-sync"]
     assert [(d.range, d.severity) for d in sync] == [(rng(108, 8, 108, 28), Severity.Warning)]
+    # The trace is a plain profiler one: the saving with the profiler's cost at 0.75x and 3x
+    # the model (item_in_loop's host-sync, README) follows it.
     assert sync[0].message == (
         f"{finding.message} (est. saving {fmt_time(finding.est_savings_ns)}, {share:.1f}% of the "
-        "profiled GPU span)"
+        "profiled GPU span; 3.8 ms to 4.4 ms with the profiler's own cost uncertain)"
     )
     assert sync[0].code_description.href.endswith("/docs/rules/host-sync.md")
