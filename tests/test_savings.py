@@ -29,18 +29,8 @@ PER_STEP_MS = {
     for side, runs in pair["runs"].items()
 }
 
-# (rule, before, after)
-CHECKS = [
-    ("fp32-matmul", "fp32_matmul", "fp32_matmul_tf32"),
-    ("unfused-elementwise", "elementwise_chain", "elementwise_chain_compiled"),
-    ("host-sync", "item_in_loop", "item_in_loop_fixed"),
-    ("pageable-memcpy", "pageable_copy", "pinned_copy"),
-    ("dataloader-stall", "dataloader_slow", "dataloader_workers"),
-    ("unfused-optimizer", "optimizer_foreach_false", "optimizer_fused"),
-    ("manual-attention", "manual_attention", "sdpa_attention"),
-    ("cpu-to-device", "cpu_tensor_each_step", "device_tensor_each_step"),
-    ("misaligned-shape", "misaligned_matmul", "bf16_matmul"),
-]
+# (rule, before, after): the pairs tests/data/time_small_pairs.py timed.
+CHECKS = [(pair["rule"], pair["before"], pair["after"]) for pair in SMALL_PAIRS]
 
 
 def estimate_ms(rule: str, before: str) -> float:
