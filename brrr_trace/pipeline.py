@@ -569,8 +569,9 @@ def analyze_loaded(
             findings=sum(1 for f in raw_findings if f.rule == rule),
             est_savings_ns=ns,
             est_savings_per_step_ns=ns // steps.count if steps and steps.count else None,
+            est_savings_range_ns=bounds,
         )
-        for rule, ns in savings_by_rule(context, raw_findings).items()
+        for rule, (ns, bounds) in savings_by_rule(context, raw_findings).items()
     )
 
     dev = next((d for d in timeline.devices if d.device == device), None)
@@ -609,7 +610,10 @@ def analyze_loaded(
     notes = []
     if info.has_python_stacks and summary.gpu_idle_ns:
         notes.append(_INFLATION_NOTE)
-    if any(units.saving_range(f.est_savings_ns, f.est_savings_range_ns) for f in findings):
+    if any(
+        units.saving_range(f.est_savings_ns, f.est_savings_range_ns)
+        for f in (*findings, *rule_savings)
+    ):
         notes.append(
             _RANGE_NOTE.format(
                 low=options.profiler_cost_scale_low, high=options.profiler_cost_scale_high

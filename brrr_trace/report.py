@@ -166,6 +166,8 @@ class RuleSaving:
     findings: int
     est_savings_ns: int
     est_savings_per_step_ns: int | None = None
+    # [least, most] at either end of the profiler's cost, as a finding's; None when calibrated
+    est_savings_range_ns: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from brrr_trace.pipeline import analyze
-from brrr_trace.report import Finding
+from brrr_trace.render.json import to_dict
+from brrr_trace.report import Finding, RuleSaving
 from tests.tracebuilder import frame, kernel, launch, write
 
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
@@ -113,3 +114,40 @@ def test_exposed_communication_is_quiet_when_compute_covers_the_collective(
         kernel(NCCL, 40.0, 50.0, 2, stream=9),  # within the add's 15-115 µs
     ]
     assert findings(write(tmp_path / "t.json", events), "exposed-communication") == []
+
+
+def test_findings_of_one_rule_are_replayed_together_with_their_range(tmp_path: Path) -> None:
+    # GPU-bound: both lines launch at once and stream 7 runs add, all-reduce, add, all-reduce
+    # back to back (15-615 µs). Either all-reduce alone taken away ends the stream 200 µs
+    # sooner; both, 400. The GPU's own time: the same at either end of the profiler's cost.
+    events = [
+        frame("train.py(7): step", 0.0, 100.0),
+        launch(10.0, 1),
+        kernel(ADD, 15.0, 100.0, 1),
+        launch(12.0, 2),
+        kernel(NCCL, 115.0, 200.0, 2),
+        frame("train.py(20): sync", 100.0, 100.0),
+        launch(110.0, 3),
+        kernel(ADD, 315.0, 100.0, 3),
+        launch(112.0, 4),
+        kernel(NCCL, 415.0, 200.0, 4),
+    ]
+    report = analyze(write(tmp_path / "t.json", events))
+    assert [(f.line, f.est_savings_ns) for f in report.findings] == [(7, 200_000), (20, 200_000)]
+    assert report.rule_savings == (
+        RuleSaving(
+            rule="exposed-communication",
+            findings=2,
+            est_savings_ns=400_000,
+            est_savings_range_ns=(400_000, 400_000),
+        ),
+    )
+    assert to_dict(report)["rule_savings"] == [
+        {
+            "rule": "exposed-communication",
+            "findings": 2,
+            "est_savings_us": 400.0,
+            "est_savings_per_step_us": None,
+            "est_savings_range_us": [400.0, 400.0],
+        }
+    ]

@@ -122,6 +122,11 @@ def to_dict(report: Report) -> dict[str, Any]:
                 "est_savings_per_step_us": (
                     None if r.est_savings_per_step_ns is None else _us(r.est_savings_per_step_ns)
                 ),
+                "est_savings_range_us": (
+                    None
+                    if r.est_savings_range_ns is None
+                    else [_us(ns) for ns in r.est_savings_range_ns]
+                ),
             }
             for r in report.rule_savings
         ],

@@ -13,7 +13,7 @@ from rich.text import Text
 from brrr_trace import units
 from brrr_trace.analyzers.crossrank import CrossRank
 from brrr_trace.diff import Diff
-from brrr_trace.report import Finding, LineReport, Report, StepsReport
+from brrr_trace.report import Finding, LineReport, Report, RuleSaving, StepsReport
 from brrr_trace.safe_text import terminal_safe
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
@@ -85,7 +85,7 @@ def _collectives_line(report: Report) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def _per_step(finding: Finding) -> str:
+def _per_step(finding: Finding | RuleSaving) -> str:
     per_step = finding.est_savings_per_step_ns
     shown = f" ({units.duration(per_step)} a step)" if per_step is not None else ""
     bounds = units.saving_range(finding.est_savings_ns, finding.est_savings_range_ns)
@@ -223,15 +223,10 @@ def render(report: Report, top: int = 20, color: bool = True, width: int = 130) 
                 f"Fix: {_markup(finding.fix)}"
             )
         for together in report.rule_savings:
-            per_step = (
-                f" ({units.duration(together.est_savings_per_step_ns)} a step)"
-                if together.est_savings_per_step_ns is not None
-                else ""
-            )
             console.print(
                 f"  all {together.findings} [bold]{_markup(together.rule)}[/] findings fixed "
-                f"together save ~{units.duration(together.est_savings_ns)}{per_step} (replayed "
-                "as one fix, not summed)"
+                f"together save ~{units.duration(together.est_savings_ns)}{_per_step(together)} "
+                "(replayed as one fix, not summed)"
             )
     for problem in report.problems:
         console.print(

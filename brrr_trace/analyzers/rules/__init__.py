@@ -60,15 +60,31 @@ def find(ctx: RuleContext) -> list[RawFinding]:
     return found
 
 
-def savings_by_rule(ctx: RuleContext, found: list[RawFinding]) -> dict[str, int]:
+def savings_by_rule(
+    ctx: RuleContext, found: list[RawFinding]
+) -> dict[str, tuple[int, tuple[int, int] | None]]:
     """Per rule with several replayed findings, the saving when all of them are fixed at once
     (one switch such as TF32 fixes every line): replayed together, not summed, since near the
-    point where the host and the GPU take equally long the separate savings overlap."""
+    point where the host and the GPU take equally long the separate savings overlap. With it,
+    the least and the most that saves at either end of the profiler's cost (as
+    ``savings_ranges``), None where the cost was calibrated."""
     fixes: dict[str, list[Fix]] = {}
     for f in found:
         if f.replayed is not None and f.est_savings_ns > 0:
             fixes.setdefault(f.rule, []).append(f.replayed)
-    return {rule: ctx.together(group) for rule, group in fixes.items() if len(group) > 1}
+    bounds = ctx.cost_bound_graphs
+    out: dict[str, tuple[int, tuple[int, int] | None]] = {}
+    for rule, group in fixes.items():
+        if len(group) < 2:
+            continue
+        saving = ctx.together(group)
+        if bounds is None or saving <= 0:
+            out[rule] = (saving, None)
+            continue
+        fix = Fix.together("together", group)
+        ends = [saving, *(graph.saving(fix) for graph in bounds)]
+        out[rule] = (saving, (min(ends), max(ends)))
+    return out
 
 
 def savings_ranges(ctx: RuleContext, found: list[RawFinding]) -> list[tuple[int, int] | None]:

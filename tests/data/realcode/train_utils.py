@@ -14,9 +14,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
 # The profiler records steps [wait + warmup, wait + warmup + active) and writes the trace when the
-# last active step ends, so a run needs at least this many steps for a trace to appear.
+# last active step ends, so a run needs at least wait + warmup + active steps for a trace to appear.
 PROFILE_WAIT, PROFILE_WARMUP, PROFILE_ACTIVE = 1, 1, 2
-MIN_PROFILE_STEPS = PROFILE_WAIT + PROFILE_WARMUP + PROFILE_ACTIVE
 
 
 def add_common_args(
@@ -30,6 +29,13 @@ def add_common_args(
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--log-every", type=int, default=log_every, metavar="N")
     g.add_argument("--profile", metavar="PATH", help="write a torch.profiler Chrome trace here")
+    g.add_argument(
+        "--profile-active",
+        type=int,
+        default=PROFILE_ACTIVE,
+        metavar="N",
+        help="steps the trace records (--profile)",
+    )
     g.add_argument("--time", action="store_true", help="time the steps and print a BENCH line")
     g.add_argument("--warmup", type=int, default=3, help="untimed steps before timing (--time)")
     g.add_argument("--repeats", type=int, default=1, help="timed regions to run (--time)")
@@ -46,8 +52,11 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None = None):
     args = parser.parse_args(argv)
     if args.profile and args.time:
         parser.error("--profile and --time are exclusive")
-    if args.profile and args.steps < MIN_PROFILE_STEPS:
-        parser.error(f"--profile needs --steps >= {MIN_PROFILE_STEPS}")
+    if args.profile_active < 1:
+        parser.error("--profile-active must be >= 1")
+    needed = PROFILE_WAIT + PROFILE_WARMUP + args.profile_active
+    if args.profile and args.steps < needed:
+        parser.error(f"--profile needs --steps >= {needed}")
     if args.time_profiled and not args.time:
         parser.error("--time-profiled needs --time")
     if args.time and args.steps <= args.warmup:
@@ -113,7 +122,7 @@ def make_profiler(args):
     return profile(
         activities=activities,
         schedule=schedule(
-            wait=PROFILE_WAIT, warmup=PROFILE_WARMUP, active=PROFILE_ACTIVE, repeat=1
+            wait=PROFILE_WAIT, warmup=PROFILE_WARMUP, active=args.profile_active, repeat=1
         ),
         on_trace_ready=on_trace_ready,
         record_shapes=True,
