@@ -610,10 +610,11 @@ def analyze_loaded(
     notes = []
     if info.has_python_stacks and summary.gpu_idle_ns:
         notes.append(_INFLATION_NOTE)
-    if any(
-        units.saving_range(f.est_savings_ns, f.est_savings_range_ns)
-        for f in (*findings, *rule_savings)
-    ):
+    ranged: list[tuple[int, tuple[int, int] | None]] = [
+        *((f.est_savings_ns, f.est_savings_range_ns) for f in findings),
+        *((r.est_savings_ns, r.est_savings_range_ns) for r in rule_savings),
+    ]
+    if any(units.saving_range(ns, bounds) for ns, bounds in ranged):
         notes.append(
             _RANGE_NOTE.format(
                 low=options.profiler_cost_scale_low, high=options.profiler_cost_scale_high

@@ -151,3 +151,28 @@ def test_findings_of_one_rule_are_replayed_together_with_their_range(tmp_path: P
             "est_savings_range_us": [400.0, 400.0],
         }
     ]
+
+
+GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1"
+SOFTMAX = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16>"
+
+
+def test_attention_on_one_line_is_found_among_that_lines_own_kernels(tmp_path: Path) -> None:
+    # No model.py at hand: the trace names only forward's def line, so all three kernels sit
+    # on line 10. GPU-bound, 15-315 µs back to back; with no shapes to count FLOPs, the fused
+    # kernel is taken to need half their time: the stream ends 150 µs sooner.
+    events = [frame("model.py(10): forward", 0.0, 30.0)]
+    for corr, name in enumerate((GEMM, SOFTMAX, GEMM), start=1):
+        events += [launch(float(corr), corr), kernel(name, 15.0 + 100.0 * (corr - 1), 100.0, corr)]
+    (finding,) = findings(write(tmp_path / "t.json", events), "manual-attention")
+    assert (finding.file, finding.line, finding.lines) == ("model.py", 10, (10,))
+    assert finding.message == (
+        "attention computed by hand (3 kernels of this line: matmul, softmax, matmul); the "
+        "score matrix goes through HBM several times"
+    )
+    assert finding.est_savings_ns == 150_000
+    assert finding.evidence == {
+        "kernels": 3,
+        "flops": 0,
+        "replayed": "the matmuls and the softmax as one fused kernel",
+    }

@@ -123,3 +123,14 @@ def test_a_host_bound_training_step_is_one_cuda_graph_finding_over_its_lines() -
     (found,) = [f for f in timed_report("tiny_mlp").findings if f.rule == "launch-overhead"]
     assert found.lines == (108, 109, 110) and found.line in found.lines
     assert found.fix.startswith("Capture train_step in one CUDA graph")
+
+
+def test_attention_by_hand_is_found_without_the_source_at_hand(tmp_path: Path) -> None:
+    # A colleague's trace read where gpt.py is not: the trace names only the def line of the
+    # attention's forward (57), so its matmuls and softmax all sit there.
+    blind = analyze(REAL / "h200" / "gpt_small.json.gz", AnalysisOptions(source_root=str(tmp_path)))
+    (finding,) = [f for f in blind.findings if f.rule == "manual-attention"]
+    assert (finding.file, finding.line, finding.function) == ("gpt.py", 57, "forward")
+    (sighted,) = [f for f in report("gpt_small").findings if f.rule == "manual-attention"]
+    assert sighted.line == 70
+    assert 0.75 <= finding.est_savings_ns / sighted.est_savings_ns <= 1.25

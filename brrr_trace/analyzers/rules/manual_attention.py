@@ -47,6 +47,11 @@ def manual_attention(ctx: RuleContext) -> Iterator[RawFinding]:
         before = [g for g in gemm if first[g] < first[s]]
         after = [g for g in gemm if first[g] > first[s]]
         if not before or not after:
+            # The matmuls and the softmax share a line: one statement, or a trace read without
+            # its source, where a function's kernels all sit on its ``def`` line.
+            for cost in costs:
+                if {KernelKind.GEMM, KernelKind.SOFTMAX} <= kinds.get(cost.line_id, set()):
+                    yield from _one_line(ctx, cost.line_id)
             continue
         span = [k for k in ordered if first[before[-1]] <= first[k] <= first[after[0]]]
         spent = sum(ctx.by_id[k].gpu_ns for k in span)
@@ -126,21 +131,10 @@ def library_attention(ctx: RuleContext) -> Iterator[RawFinding]:
                 per_line.setdefault(line, []).extend(span)
     for line_id, members in per_line.items():
         kernels = np.asarray(members)
-        spent = int(ctx.duration(kernels).sum())
-        gemms = kernels[[ctx.kind(r) is KernelKind.GEMM for r in members]]
-        peak = _fused_peak(ctx, gemms.tolist())
-        flops = float(np.nansum(ctx.classes.flops[gemms]))
-        ideal = flops / (0.5 * peak * 1e12) * 1e9 if peak and flops else spent * 0.5
-        if not ctx.worth_it(spent - ideal):
+        found = _fused_finding(ctx, kernels, "the library's attention as one fused kernel")
+        if found is None:
             continue
-        scale = min(1.0, ideal / max(1, spent))
-        fix = Fix(
-            "the library's attention as one fused kernel",
-            durations={r: int(ctx.graph.duration[r] * scale) for r in members},
-        )
-        saving, evidence = ctx.replayed(fix)
-        if not ctx.worth_it(saving):
-            continue
+        saving, flops, evidence = found
         yield RawFinding(
             "manual-attention",
             line_id,
@@ -152,6 +146,84 @@ def library_attention(ctx: RuleContext) -> Iterator[RawFinding]:
             "library's own option for it (e.g. an attn_implementation or use_sdpa setting).",
             {"kernels": len(members), "flops": int(flops), **evidence},
         )
+
+
+def _one_line(ctx: RuleContext, line_id: int) -> Iterator[RawFinding]:
+    """matmul, softmax, matmul among one line's own kernels, each time it ran: every softmax
+    with the matmuls just before and after it (two each side in the backward pass)."""
+    rows = ctx.rows(line_id)
+    rows = rows[np.argsort(ctx.trace.gpu.start_ns[rows], kind="stable")]
+    members: list[int] = []
+    for backward in (False, True):
+        part = rows[ctx.ops.backward[rows] == backward].tolist()
+        members += _score_spans(ctx, part, gemms_each_side=2 if backward else 1)
+    if not members:
+        return
+    kernels = np.asarray(sorted(set(members)))
+    # Each span becomes one call of the fused kernel: its other launches, and the host work
+    # before them, go.
+    calls = sum(ctx.kind(r) is KernelKind.SOFTMAX for r in kernels.tolist())
+    kept = min(1.0, calls / len(kernels))
+    events = ctx.graph.events_launching(kernels)
+    found = _fused_finding(
+        ctx,
+        kernels,
+        "the matmuls and the softmax as one fused kernel",
+        host_saved={e: int(ctx.graph.work[e] * (1 - kept)) for e in events},
+        own={e: int(ctx.graph.own[e] * kept) for e in events},
+    )
+    if found is None:
+        return
+    saving, flops, evidence = found
+    yield RawFinding(
+        "manual-attention",
+        line_id,
+        saving,
+        f"attention computed by hand ({len(kernels)} kernels of this line: matmul, softmax, "
+        "matmul); the score matrix goes through HBM several times",
+        "Use the fused kernel: torch.nn.functional.scaled_dot_product_attention(q, k, v, "
+        "attn_mask=..., is_causal=...).",
+        {"kernels": len(kernels), "flops": int(flops), **evidence},
+    )
+
+
+def _fused_finding(
+    ctx: RuleContext,
+    kernels: np.ndarray,
+    what: str,
+    host_saved: dict[int, int] | None = None,
+    own: dict[int, int] | None = None,
+) -> tuple[int, float, dict[str, float | int | str]] | None:
+    """The saving of running these kernels as one fused attention kernel at half the peak of
+    their matmuls' precision, replayed; None where it is not worth a finding."""
+    spent = int(ctx.duration(kernels).sum())
+    gemms = kernels[[ctx.kind(r) is KernelKind.GEMM for r in kernels.tolist()]]
+    peak = _fused_peak(ctx, gemms.tolist())
+    flops = float(np.nansum(ctx.classes.flops[gemms]))
+    ideal = flops / (0.5 * peak * 1e12) * 1e9 if peak and flops else spent * 0.5
+    if not ctx.worth_it(spent - ideal):
+        return None
+    scale = min(1.0, ideal / max(1, spent))
+    durations = {r: int(ctx.graph.duration[r] * scale) for r in kernels.tolist()}
+    fix = Fix(what, host_saved=host_saved or {}, durations=durations, own=own or {})
+    saving, evidence = ctx.replayed(fix)
+    if not ctx.worth_it(saving):
+        return None
+    return int(saving), flops, evidence
+
+
+def _score_spans(ctx: RuleContext, rows: list[int], gemms_each_side: int) -> list[int]:
+    """``_score_span`` for every softmax of a sequence of kernels, not just the first."""
+    kinds = [ctx.kind(r) for r in rows]
+    out: list[int] = []
+    start = 0
+    while KernelKind.SOFTMAX in kinds[start:]:
+        soft = kinds.index(KernelKind.SOFTMAX, start)
+        after = [i for i in range(soft + 1, len(rows)) if kinds[i] is KernelKind.GEMM]
+        window = rows[start : after[min(gemms_each_side, len(after)) - 1] + 1] if after else []
+        out += _score_span(ctx, window, gemms_each_side) if window else []
+        start = soft + 1
+    return out
 
 
 def _score_span(ctx: RuleContext, rows: list[int], gemms_each_side: int) -> list[int]:
