@@ -146,6 +146,16 @@ OFF = "the profiler's cost on this trace is not the model's (README, savings on 
             marks=pytest.mark.xfail(strict=True, reason=OFF),
         ),
         ("b/tiny_mlp.steps10", "tiny_mlp", "cuda-graphs", ("launch-overhead",)),
+        # `brrr-trace record` traces: the profiler's cost calibrated on the program's own steps.
+        ("c/gpt_small.record", "gpt_small", "sdpa", ("manual-attention",)),
+        ("c/gpt_small.record", "gpt_small", "fused-adamw", ("unfused-optimizer",)),
+        pytest.param(
+            "c/tiny_mlp.record",
+            "tiny_mlp",
+            "cuda-graphs",
+            ("launch-overhead",),
+            marks=pytest.mark.xfail(strict=True, reason=OFF),
+        ),
     ],
 )
 def test_savings_from_a_ten_step_trace_within_a_quarter_of_the_gain_on_its_host(
@@ -154,3 +164,9 @@ def test_savings_from_a_ten_step_trace_within_a_quarter_of_the_gain_on_its_host(
     host = trace[0]
     gain = before_ns(host, program) - after_ns(host, program, fix)
     assert 0.75 <= estimate_ns(trace, rules) / gain <= 1.25, (estimate_ns(trace, rules), gain)
+
+
+def test_tf32_saves_nothing_where_it_gained_nothing() -> None:
+    # On host c GPT small's step is host-bound with or without TF32: the pair measured 14.09
+    # against 13.99 ms a step, within the noise of its processes.
+    assert estimate_ns("c/gpt_small.record", ("fp32-matmul",)) < 250_000
