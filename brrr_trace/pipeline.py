@@ -79,8 +79,9 @@ _INFLATION_NOTE = (
 _RANGE_NOTE = (
     "A saving given as a range depends on the host's pace, which the profiler slowed by an "
     "amount estimated per event; in the programs measured the real cost was {low:g}-{high:g}x "
-    "that estimate, and the range replays both ends. `brrr-trace record` also times the program's "
-    "steps unprofiled and calibrates on them."
+    "that estimate, and it differed from host to host and from one process to the next of the "
+    "same program, so the range replays both ends. `brrr-trace record` also times the "
+    "program's steps unprofiled and calibrates on them."
 )
 
 
