@@ -125,12 +125,29 @@ def test_a_host_bound_training_step_is_one_cuda_graph_finding_over_its_lines() -
     assert found.fix.startswith("Capture train_step in one CUDA graph")
 
 
-def test_attention_by_hand_is_found_without_the_source_at_hand(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("program", "line"), [("gpt_small", 70), ("gpt_medium", 74)])
+def test_attention_by_hand_is_found_without_the_source_at_hand(
+    program: str, line: int, tmp_path: Path
+) -> None:
     # A colleague's trace read where gpt.py is not: the trace names only the def line of the
-    # attention's forward (57), so its matmuls and softmax all sit there.
-    blind = analyze(REAL / "h200" / "gpt_small.json.gz", AnalysisOptions(source_root=str(tmp_path)))
+    # attention's forward (57), so its matmuls and softmax all sit there. gpt.py has four
+    # functions named forward; the MLP's matmuls are not attention's.
+    options = AnalysisOptions(source_root=str(tmp_path))
+    blind = analyze(REAL / "h200" / f"{program}.json.gz", options)
     (finding,) = [f for f in blind.findings if f.rule == "manual-attention"]
     assert (finding.file, finding.line, finding.function) == ("gpt.py", 57, "forward")
-    (sighted,) = [f for f in report("gpt_small").findings if f.rule == "manual-attention"]
-    assert sighted.line == 70
+    (sighted,) = [f for f in report(program).findings if f.rule == "manual-attention"]
+    assert sighted.line == line
     assert 0.75 <= finding.est_savings_ns / sighted.est_savings_ns <= 1.25
+
+
+@pytest.mark.parametrize("program", ["tiny_mlp", "hooks", "cnn"])
+def test_no_attention_is_found_without_the_source_where_there_is_none(
+    program: str, tmp_path: Path
+) -> None:
+    # A classifier's loss runs a softmax between the last layer's matmul and the next step's
+    # first: not attention, since the two are in different calls.
+    blind = analyze(
+        REAL / "h200" / f"{program}.json.gz", AnalysisOptions(source_root=str(tmp_path))
+    )
+    assert [f for f in blind.findings if f.rule == "manual-attention"] == []

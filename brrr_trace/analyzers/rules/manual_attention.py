@@ -19,15 +19,18 @@ from brrr_trace.analyzers.kernels import is_tf32_kernel, kernel_dtype
 from brrr_trace.analyzers.regimes import LineCost
 from brrr_trace.analyzers.replay import Fix
 from brrr_trace.analyzers.rules.context import RawFinding, RuleContext
-from brrr_trace.vocabulary import KernelKind
+from brrr_trace.vocabulary import KernelKind, Precision
 
 
 def manual_attention(ctx: RuleContext) -> Iterator[RawFinding]:
     """matmul → softmax → matmul inside one function, with no fused attention kernel."""
     lines = ctx.locator.lines
-    by_function: dict[tuple[str, str], list[LineCost]] = {}
+    # One function, not one name: a file's several ``forward``s are apart. A line known only to
+    # its function is that function's ``def`` line, which tells them apart.
+    by_function: dict[tuple[str, str, int], list[LineCost]] = {}
     for cost in ctx.costs:
-        by_function.setdefault((cost.key.file, cost.key.function), []).append(cost)
+        defined = cost.key.line if cost.key.precision is Precision.FUNCTION else -1
+        by_function.setdefault((cost.key.file, cost.key.function, defined), []).append(cost)
     for fn, costs in by_function.items():
         first: dict[int, int] = {}
         kinds: dict[int, set[KernelKind]] = {}
@@ -105,30 +108,7 @@ def library_attention(ctx: RuleContext) -> Iterator[RawFinding]:
     rows = np.flatnonzero(np.isin(frames.name, library)) if library else np.zeros(0, np.int64)
     if not len(rows):
         return
-    inner = Innermost(frames.thread[rows], frames.start_ns[rows], frames.end_ns[rows])
-    host = ctx.trace.host_calls
-    has = np.flatnonzero(ctx.ops.launch != NONE)
-    thread, t = host.thread[ctx.ops.launch[has]], host.start_ns[ctx.ops.launch[has]]
-    # A backward kernel belongs to the call of the library function whose forward made it.
-    back = ctx.locator.backward_points(thread, t)
-    moved = back.thread != NONE
-    call = inner.at_many(np.where(moved, back.thread, thread), np.where(moved, back.t, t))
-    per_line: dict[int, list[int]] = {}
-    order = np.argsort(ctx.trace.gpu.start_ns[has], kind="stable")
-    by_call: dict[int, list[int]] = {}
-    for k in order.tolist():
-        if call[k] != NONE:
-            by_call.setdefault(int(call[k]), []).append(int(has[k]))
-    for members in by_call.values():
-        kinds = [ctx.kind(r) for r in members]
-        if KernelKind.ATTENTION in kinds:
-            continue
-        for backward in (False, True):
-            part = [r for r in members if bool(ctx.ops.backward[r]) == backward]
-            span = _score_span(ctx, part, gemms_each_side=2 if backward else 1)
-            line = int(ctx.ops.line[span[0]]) if span else NONE
-            if line != NONE:
-                per_line.setdefault(line, []).extend(span)
+    per_line = _spans_by_call(ctx, rows, every_softmax=False)
     for line_id, members in per_line.items():
         kernels = np.asarray(members)
         found = _fused_finding(ctx, kernels, "the library's attention as one fused kernel")
@@ -148,15 +128,64 @@ def library_attention(ctx: RuleContext) -> Iterator[RawFinding]:
         )
 
 
+def _spans_by_call(
+    ctx: RuleContext, frame_rows: np.ndarray, every_softmax: bool
+) -> dict[int, list[int]]:
+    """Per line, the kernels from the matmuls before a softmax to those after it, looked for
+    within each call of these frames (the innermost one around the launch), forward and
+    backward: the first softmax of each call, or every one."""
+    frames = ctx.trace.frames
+    inner = Innermost(
+        frames.thread[frame_rows], frames.start_ns[frame_rows], frames.end_ns[frame_rows]
+    )
+    host = ctx.trace.host_calls
+    has = np.flatnonzero(ctx.ops.launch != NONE)
+    thread, t = host.thread[ctx.ops.launch[has]], host.start_ns[ctx.ops.launch[has]]
+    # A backward kernel belongs to the call of the function whose forward made it.
+    back = ctx.locator.backward_points(thread, t)
+    moved = back.thread != NONE
+    call = inner.at_many(np.where(moved, back.thread, thread), np.where(moved, back.t, t))
+    per_line: dict[int, list[int]] = {}
+    order = np.argsort(ctx.trace.gpu.start_ns[has], kind="stable")
+    by_call: dict[int, list[int]] = {}
+    for k in order.tolist():
+        if call[k] != NONE:
+            by_call.setdefault(int(call[k]), []).append(int(has[k]))
+    spans = _score_spans if every_softmax else _score_span
+    for members in by_call.values():
+        kinds = [ctx.kind(r) for r in members]
+        if KernelKind.ATTENTION in kinds:
+            continue
+        for backward in (False, True):
+            part = [r for r in members if bool(ctx.ops.backward[r]) == backward]
+            span = spans(ctx, part, gemms_each_side=2 if backward else 1)
+            line = int(ctx.ops.line[span[0]]) if span else NONE
+            if line != NONE:
+                per_line.setdefault(line, []).extend(span)
+    return per_line
+
+
 def _one_line(ctx: RuleContext, line_id: int) -> Iterator[RawFinding]:
-    """matmul, softmax, matmul among one line's own kernels, each time it ran: every softmax
-    with the matmuls just before and after it (two each side in the backward pass)."""
-    rows = ctx.rows(line_id)
-    rows = rows[np.argsort(ctx.trace.gpu.start_ns[rows], kind="stable")]
-    members: list[int] = []
-    for backward in (False, True):
-        part = rows[ctx.ops.backward[rows] == backward].tolist()
-        members += _score_spans(ctx, part, gemms_each_side=2 if backward else 1)
+    """matmul, softmax, matmul among one line's own kernels, within each call of its function:
+    every softmax with the matmuls just before and after it (two each side in the backward
+    pass)."""
+    key = ctx.locator.lines[line_id]
+    frames, strings = ctx.trace.frames, ctx.trace.strings
+    names = np.unique(frames.name) if len(frames) else np.zeros(0, dtype=np.int64)
+    own = [
+        sid
+        for sid in names.tolist()
+        if (parsed := parse_frame(strings[sid])) is not None
+        and (parsed.file, parsed.function) == (key.file, key.function)
+    ]
+    if not own:
+        return
+    calls_of = np.flatnonzero(np.isin(frames.name, own))
+    members = [
+        r
+        for r in _spans_by_call(ctx, calls_of, every_softmax=True).get(line_id, [])
+        if int(ctx.ops.line[r]) == line_id
+    ]
     if not members:
         return
     kernels = np.asarray(sorted(set(members)))
