@@ -25,8 +25,8 @@ from brrr_trace.vocabulary import KernelKind, Precision
 def manual_attention(ctx: RuleContext) -> Iterator[RawFinding]:
     """matmul → softmax → matmul inside one function, with no fused attention kernel."""
     lines = ctx.locator.lines
-    # One function, not one name: a file's several ``forward``s are apart. A line known only to
-    # its function is that function's ``def`` line, which tells them apart.
+    # A line known only by its function is that function's ``def`` line: with it in the key, a
+    # file's several ``forward``s stay apart even without the source.
     by_function: dict[tuple[str, str, int], list[LineCost]] = {}
     for cost in ctx.costs:
         defined = cost.key.line if cost.key.precision is Precision.FUNCTION else -1
@@ -177,6 +177,7 @@ def _one_line(ctx: RuleContext, line_id: int) -> Iterator[RawFinding]:
         for sid in names.tolist()
         if (parsed := parse_frame(strings[sid])) is not None
         and (parsed.file, parsed.function) == (key.file, key.function)
+        and (key.precision is not Precision.FUNCTION or parsed.line == key.line)
     ]
     if not own:
         return
