@@ -186,11 +186,50 @@ class StepGraph:
             if self.call_ns is not None
             else None
         )
+        # What the host did before the first step and after the last (the profiler starting
+        # and stopping) is no part of a pass. A pass is the steps: from the first step's start
+        # to its first event, and from the last event's return to the last step's end, which
+        # a loop runs back to back.
+        edge = (at < begins[0]) | (at >= ends[-1])
+        work, launched = list(self.work), list(self.launched)
+        gap_ns = self.gap_ns.copy() if self.gap_ns is not None else None
+        cost_ns = self.cost_ns.copy() if self.cost_ns is not None else None
+        for e in np.flatnonzero(edge).tolist():
+            work[e], own[e], launched[e] = 0, 0, ()
+            if gap_ns is not None and cost_ns is not None:
+                gap_ns[e] = cost_ns[e] = 0
+        if call_ns is not None:
+            call_ns = np.where(edge, 0, call_ns)
+        steps_events = np.flatnonzero(~edge)
+        if len(steps_events):
+            first, last = int(steps_events[0]), int(steps_events[-1])
+            took = self.call_ns[last] if self.call_ns is not None else self.own[last]
+            after_last = last + 1 < len(at)
+            returned = int(self.gap_start[last + 1]) if after_last else int(at[last]) + int(took)
+            pre = max(0, int(at[first]) - int(begins[0]))
+            tail = max(0, int(ends[-1]) - returned)
+            work[first] = pre + tail
+            if gap_ns is not None and cost_ns is not None and self.gap_ns is not None:
+                assert self.cost_ns is not None
+                # The profiler's cost in each part, at the rate of the host gap it came from.
+                tail_gap, tail_cost = (
+                    (int(self.gap_ns[last + 1]), int(self.cost_ns[last + 1]))
+                    if after_last
+                    else (self.tail_gap_ns, self.tail_cost_ns)
+                )
+                cost = _share(int(self.cost_ns[first]), pre, int(self.gap_ns[first]))
+                cost += _share(tail_cost, tail, tail_gap)
+                gap_ns[first], cost_ns[first] = pre + tail, cost
+                work[first] = max(0, pre + tail - cost)
         return replace(
             self,
             periodic=True,
             blocks=blocks,
             own=own,
+            work=work,
+            launched=launched,
+            gap_ns=gap_ns,
+            cost_ns=cost_ns,
             call_ns=call_ns,
             _base=None,
             _base_period=None,
@@ -206,10 +245,14 @@ class StepGraph:
         if most <= 0:
             return 0
         if self.periodic:
-            if self._base_period is None:
-                self._base_period = self._period(Fix("baseline"))
-            return max(0, min(self._base_period - self._period(fix), most))
+            return max(0, min(self.period() - self._period(fix), most))
         return max(0, min(self._baseline()[0] - self._replay(fix), most))
+
+    def period(self) -> int:
+        """The baseline's steady-state time for one pass of the window (a periodic graph)."""
+        if self._base_period is None:
+            self._base_period = self._period(Fix("baseline"))
+        return self._base_period
 
     def _period(self, fix: Fix) -> int:
         """How much longer two passes of the window take than one: the window's steady-state
@@ -643,6 +686,11 @@ class _Runs:
             other_stream=others[:, 2].copy(),
             finish=int(others[:, 1].max(initial=0)),
         )
+
+
+def _share(cost_ns: int, part_ns: int, whole_ns: int) -> int:
+    """The profiler's cost in a part of a host gap, at the gap's rate."""
+    return min(part_ns, cost_ns * min(part_ns, whole_ns) // whole_ns) if whole_ns > 0 else 0
 
 
 def _replay_runs(runs: _Runs, fix: Fix, passes: int, pass_ends: list[int] | None) -> int:

@@ -126,5 +126,7 @@ def calibrated(graph: StepGraph, trace: Trace) -> StepGraph:
 
 
 def _replayed_step(graph: StepGraph, ranges: list[tuple[int, int]]) -> int | None:
+    if graph.periodic:
+        return graph.period() // len(ranges)
     replayed = graph.replayed_window(ranges[0][0], ranges[-1][1])
     return replayed // len(ranges) if replayed is not None else None
