@@ -8,8 +8,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import numpy as np
-
 from brrr_trace import __version__, units
 from brrr_trace.analyzers.attribution import Locator
 from brrr_trace.analyzers.collective_lines import place_collectives
@@ -24,6 +22,7 @@ from brrr_trace.analyzers.rules import find as find_findings
 from brrr_trace.analyzers.steps import measure_steps, profiler_steps
 from brrr_trace.analyzers.timeline import build_timeline
 from brrr_trace.analyzers.timeline_view import timeline_view
+from brrr_trace.arraysets import distinct
 from brrr_trace.errors import NotATraceError
 from brrr_trace.hardware.devices import match_device
 from brrr_trace.hardware.peaks import GpuPeak
@@ -466,7 +465,7 @@ def analyze_loaded(
     loaded: LoadResult, options: AnalysisOptions, ranks: tuple[int, ...] = ()
 ) -> Report:
     trace = loaded.trace
-    devices_present = np.unique(trace.gpu.device).tolist()
+    devices_present = distinct(trace.gpu.device).tolist()
     device = _pick_device(trace, options)
     if device is not None and len(devices_present) > 1:
         trace = _only_device(trace, device)
@@ -849,7 +848,7 @@ def _pick_device(trace: Trace, options: AnalysisOptions) -> int | None:
     gpu = trace.gpu
     if len(gpu) == 0:
         return options.device
-    present = np.unique(gpu.device)
+    present = distinct(gpu.device)
     if options.device is not None:
         if options.device not in present.tolist():
             raise NotATraceError(
