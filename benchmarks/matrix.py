@@ -145,6 +145,7 @@ def main() -> int:
     parser.add_argument("--timeout-s", type=float, default=1800.0)
     parser.add_argument("--out-dir", type=Path, default=OUT)
     args = parser.parse_args()
+    args.out_dir = args.out_dir.resolve()  # the rows name traces relative to the repository
     results = []
     for size in args.sizes:
         trace = build(size, args.out_dir)
