@@ -293,7 +293,7 @@ def test_a_locator_answers_the_same_once_it_let_go_of_its_indexes() -> None:
             locator.profiler_cost_between(threads, starts, ends).tolist(),
             [
                 locator.lines_over(int(h), int(a), int(b))
-                for h, a, b in zip(threads, starts, wide_end)
+                for h, a, b in zip(threads, starts, wide_end, strict=True)
             ],
         )
 
