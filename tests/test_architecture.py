@@ -83,6 +83,27 @@ def test_analyze_and_the_record_entry_point_load_no_torch(tmp_path: Path) -> Non
     assert done.stdout.strip() == "[]"
 
 
+def test_analyze_loads_no_numpy_ma(tmp_path: Path) -> None:
+    # numpy imports numpy.ma on the first plain np.unique (~40-80 ms of a small trace's run);
+    # brrr_trace.arraysets answers the same without it.
+    trace = ROOT / "tests" / "data" / "realcode" / "h200" / "gpt_small.json.gz"
+    script = (
+        "import sys\n"
+        "from brrr_trace.cli import main\n"
+        "assert main(['analyze', sys.argv[1], '--format', 'json', '-o', sys.argv[2]]) == 0\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[:2] == ['numpy', 'ma']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(trace), str(tmp_path / "report.json")],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
 def test_the_version_is_written_once() -> None:
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))

@@ -267,3 +267,38 @@ def test_a_call_site_carries_the_gpu_and_idle_time_of_its_callees_by_regime(
         6: (0.0, 185.0, (40.0, 5.0, 140.0, 0.0)),
         7: (100.0, 100.0, (0.0, 5.0, 95.0, 0.0)),
     }
+
+
+def test_a_locator_answers_the_same_once_it_let_go_of_its_indexes() -> None:
+    # The pipeline drops per-thread indexes when no later stage needs them (their memory is
+    # the analysis's peak); a late question rebuilds them and gets the same answer.
+    import numpy as np
+
+    from brrr_trace.analyzers.attribution import Locator
+    from brrr_trace.analyzers.paths import PathMapper
+    from brrr_trace.traces import load
+
+    realcode = Path(__file__).parent / "data" / "realcode"
+    trace = load(realcode / "h200" / "gpt_small.json.gz").trace
+    locator = Locator(trace, AnalysisOptions(), PathMapper(str(realcode)))
+    host = trace.host_calls
+    rows = np.arange(0, len(host), 7)
+    threads, starts, ends = host.thread[rows], host.start_ns[rows], host.end_ns[rows]
+    wide_end = starts + 200_000
+
+    def answers() -> tuple[object, ...]:
+        return (
+            locator.lines_at(threads, starts).tolist(),
+            locator.calls_between(threads, starts, wide_end).tolist(),
+            locator.profiler_cost_between(threads, starts, ends).tolist(),
+            [
+                locator.lines_over(int(h), int(a), int(b))
+                for h, a, b in zip(threads, starts, wide_end, strict=True)
+            ],
+        )
+
+    before = answers()
+    assert any(before[0]) and any(before[1]) and any(before[2])
+    locator.let_go(cut_points=True, thread_events=True, traced=True)
+    locator._children.clear()  # so that call sites are looked up from the events again
+    assert answers() == before

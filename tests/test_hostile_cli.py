@@ -103,7 +103,7 @@ def test_a_link_planted_at_the_temporary_name_is_not_followed(tmp_path, monkeypa
     victim.write_text("keep me")
     (tmp_path / ".r.txt.aaaa.tmp").symlink_to(victim)
     names = iter(["aaaa", "bbbb"])
-    monkeypatch.setattr(brrr_trace.output.secrets, "token_hex", lambda _n: next(names))
+    monkeypatch.setattr(brrr_trace.output, "_temp_suffix", lambda: next(names))
     assert main(["analyze", str(trace), "-o", str(tmp_path / "r.txt")]) == 0
     assert victim.read_text() == "keep me"
     assert "Lines by time" in (tmp_path / "r.txt").read_text()

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from brrr_trace.analyzers.intervals import NONE, Innermost
+from brrr_trace.arraysets import distinct
 from brrr_trace.traces.model import NO_ID, Trace
 
 EVALUATE_PREFIX = "autograd::engine::evaluate_function: "
@@ -79,7 +80,7 @@ class BackwardIndex:
         self._sequence = self._node_sequences()
         self._creator = self._creators(mask)
         creators = self._creator[1]
-        self._threads_with = np.unique(cpu.thread[creators]).tolist() if len(creators) else []
+        self._threads_with = distinct(cpu.thread[creators]).tolist() if len(creators) else []
         self._calls = self._backward_calls()
         self._node_starts: dict[int, np.ndarray] = {}
 

@@ -22,6 +22,7 @@ from brrr_trace.analyzers.collectives import Collectives
 from brrr_trace.analyzers.intervals import NONE, Innermost
 from brrr_trace.analyzers.kernels import communication_names
 from brrr_trace.analyzers.op_lines import OpAttribution
+from brrr_trace.arraysets import distinct, member
 from brrr_trace.traces.model import Trace
 from brrr_trace.vocabulary import Precision
 
@@ -42,7 +43,7 @@ def place_collectives(
     # is being called (DDP's end-of-backward callback): not on the main thread after it.
     within_call = np.array([line_start[1] != NONE for line_start in callers], dtype=bool)
     in_backward = locator.backward_points(threads, issued).inside | (
-        within_call & np.isin(threads, _engine_threads(trace))
+        within_call & member(threads, _engine_threads(trace))
     )
     # Backward ops by launch, per thread: the candidates to have filled each bucket.
     is_comm = communication_names(trace.strings, gpu.name)
@@ -114,7 +115,7 @@ def _engine_threads(trace: Trace) -> np.ndarray:
     is_node = np.array([s.startswith(EVALUATE_PREFIX) for s in strings], dtype=bool)
     if not len(cpu):
         return np.zeros(0, dtype=np.int64)
-    return np.unique(cpu.thread[is_node[cpu.name]])
+    return distinct(cpu.thread[is_node[cpu.name]])
 
 
 def _backward_callers(trace: Trace, locator: Locator, t: np.ndarray) -> list[tuple[int, int]]:

@@ -28,6 +28,7 @@ from brrr_trace.analyzers.kernels import kernel_kind
 from brrr_trace.analyzers.op_lines import link_launches
 from brrr_trace.analyzers.opcost.args import bytes_per_element, dtype_of_type
 from brrr_trace.analyzers.steps import profiler_steps
+from brrr_trace.arraysets import distinct, member
 from brrr_trace.traces.model import GPU_KERNEL, NO_ID, Trace
 from brrr_trace.vocabulary import KernelKind
 
@@ -369,9 +370,9 @@ def _launched_by_call(trace: Trace, calls: Innermost) -> dict[int, list[int]]:
 def _is_collective_kernel(trace: Trace) -> np.ndarray:
     """Per GPU op: a collective kernel (ncclKernel_*, ncclDevKernel_*, RCCL, ...)."""
     gpu, strings = trace.gpu, trace.strings
-    names = np.unique(gpu.name).tolist() if len(gpu) else []
+    names = distinct(gpu.name).tolist() if len(gpu) else []
     comm = [sid for sid in names if kernel_kind(strings[sid]) is KernelKind.COMMUNICATION]
-    mask: np.ndarray = (gpu.kind == GPU_KERNEL) & np.isin(gpu.name, comm)
+    mask: np.ndarray = (gpu.kind == GPU_KERNEL) & member(gpu.name, comm)
     return mask
 
 

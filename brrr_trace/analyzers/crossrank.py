@@ -21,6 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from brrr_trace.analyzers.steps import profiler_steps
+from brrr_trace.arraysets import member
 from brrr_trace.traces.model import Trace
 
 # Collectives whose message size is per rank (each rank sends its own split).
@@ -362,7 +363,7 @@ def merge(
         counted = len(piece.steps) or 1
         steady = min(late_steps) if len(late_steps) >= counted else 0
         table = tables[r]
-        in_late_step = (table.line >= 0) & np.isin(table.step, list(lateness.steps))
+        in_late_step = (table.line >= 0) & member(table.step, list(lateness.steps))
         stragglers.append(
             Straggler(
                 rank=piece.rank,

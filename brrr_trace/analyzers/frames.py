@@ -11,6 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from brrr_trace.arraysets import distinct
 from brrr_trace.options import AnalysisOptions
 
 _FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<func>.*)$")
@@ -74,7 +75,7 @@ def user_frame_mask(
     local: Callable[[str], bool] | None = None,
 ) -> np.ndarray:
     """For frame rows (string ids), whether each one is a user frame; each name is parsed once."""
-    unique = np.unique(names)
+    unique = distinct(names)
     verdict = np.zeros(len(strings), dtype=bool)
     for sid in unique:
         frame = parse_frame(strings[sid])

@@ -15,6 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from brrr_trace.arraysets import distinct
 from brrr_trace.vocabulary import KernelKind
 
 
@@ -135,7 +136,7 @@ def communication_names(strings: Sequence[str], names: np.ndarray) -> np.ndarray
     only (GPU op names: the regexes cost ~0.1 ms on a long templated name, and a trace's
     strings are mostly Python frames and ATen ops)."""
     found = np.zeros(len(strings), dtype=bool)
-    for sid in np.unique(names).tolist():
+    for sid in distinct(names).tolist():
         found[sid] = kernel_kind(strings[sid]) is KernelKind.COMMUNICATION
     return found
 

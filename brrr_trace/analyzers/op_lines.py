@@ -10,6 +10,7 @@ import numpy as np
 
 from brrr_trace.analyzers.attribution import Locator
 from brrr_trace.analyzers.intervals import NONE, Innermost
+from brrr_trace.arraysets import distinct
 from brrr_trace.traces.model import NO_ID, GpuOps, Trace
 
 # Ops that ran before the window's first launch: later starts of their run tried at most.
@@ -60,7 +61,7 @@ def _launched_before_the_window(gpu: GpuOps, has: np.ndarray) -> list[tuple[int,
     but were launched before it: the tail of the step before. Steps repeat, so that tail is the
     tail of the recorded steps too; the same kernels in the same order give its lines."""
     pairs: list[tuple[int, int]] = []
-    for device in np.unique(gpu.device).tolist():
+    for device in distinct(gpu.device).tolist():
         on = gpu.device == device
         orphans = np.flatnonzero(on & ~has)
         launched = np.flatnonzero(on & has)

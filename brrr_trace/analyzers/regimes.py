@@ -22,6 +22,7 @@ from brrr_trace.analyzers.opcost.activity import kernel_cost_from_launch, memcpy
 from brrr_trace.analyzers.opcost.cost import UNKNOWN_COST, OpCost
 from brrr_trace.analyzers.roofline import ceilings, classify, roofline_seconds
 from brrr_trace.analyzers.timeline import Timeline
+from brrr_trace.arraysets import distinct
 from brrr_trace.hardware.peaks import GpuPeak
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import GPU_MEMCPY, GPU_MEMSET, Trace
@@ -75,7 +76,7 @@ def classify_ops(
     strings = trace.strings
     kind_of_name: dict[int, KernelKind] = {}
     op_kind = np.empty(n, dtype=np.int8)
-    for sid in np.unique(gpu.name).tolist() if n else ():
+    for sid in distinct(gpu.name).tolist() if n else ():
         kind_of_name[sid] = kernel_kind(strings[sid])
     for row, (sid, code) in enumerate(zip(gpu.name.tolist(), gpu.kind.tolist(), strict=True)):
         if code == GPU_MEMCPY:

@@ -30,6 +30,7 @@ from brrr_trace.analyzers.attribution import Locator
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.kernels import communication_names
 from brrr_trace.analyzers.op_lines import OpAttribution
+from brrr_trace.arraysets import distinct, member
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import GPU_KERNEL, Trace
 
@@ -483,11 +484,11 @@ def build_graph(
     cost = locator.profiler_cost_between(threads, prev, gap_end) if len(rows) else prev
     gap_ns = gap_end - prev
     work = np.maximum(0, gap_ns - cost)
-    is_blocking = np.isin(rows, list(blocking))
+    is_blocking = member(rows, list(blocking))
     # A launch call's time in the trace includes the profiler's callback around it.
-    names = np.unique(host.name[rows])
+    names = distinct(host.name[rows])
     launch_names = names[[("aunch" in trace.strings[n]) for n in names.tolist()]]
-    is_launch = np.isin(host.name[rows], launch_names)
+    is_launch = member(host.name[rows], launch_names)
     own = np.where(
         is_launch,
         np.maximum(ends - starts - options.profiler_cost_per_launch_ns, _MIN_LAUNCH_NS),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from brrr_trace.analyzers.replay import StepGraph
+from brrr_trace.arraysets import member
 from brrr_trace.traces.brrr_fields import (
     RECORD_KEY,
     UNPROFILED_STEPS_KEY,
@@ -54,7 +55,7 @@ def profiler_steps(trace: Trace) -> list[tuple[int, int]]:
     step_names = [sid for sid, text in enumerate(strings) if text.startswith(_STEP_PREFIX)]
     if not step_names:
         return []
-    rows = np.flatnonzero(cpu.annotation & np.isin(cpu.name, step_names))
+    rows = np.flatnonzero(cpu.annotation & member(cpu.name, step_names))
     if not len(rows):
         return []
     rows = rows[cpu.thread[rows] == cpu.thread[rows[0]]]

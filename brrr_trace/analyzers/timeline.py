@@ -10,6 +10,7 @@ from brrr_trace.analyzers.attribution import Locator
 from brrr_trace.analyzers.collectives import Collectives
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.op_lines import OpAttribution
+from brrr_trace.arraysets import distinct
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import GPU_MEMCPY, Trace
 from brrr_trace.vocabulary import IdleCause
@@ -105,7 +106,7 @@ def build_timeline(
     sync = _sync_calls(trace, ops)
     waits_in = _host_collectives(collectives)
     devices = []
-    for device in np.unique(gpu.device).tolist():
+    for device in distinct(gpu.device).tolist():
         rows = np.flatnonzero(gpu.device == device)
         start, end = gpu.start_ns[rows], gpu.end_ns[rows]
         reach = np.maximum.accumulate(end)

@@ -15,6 +15,7 @@ import numpy as np
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.op_lines import OpAttribution
 from brrr_trace.analyzers.timeline import CAUSES, Timeline
+from brrr_trace.arraysets import distinct
 from brrr_trace.traces.model import Trace
 from brrr_trace.vocabulary import IdleCause
 
@@ -69,7 +70,7 @@ def timeline_tracks(trace: Trace, ops: OpAttribution, timeline: Timeline) -> Tim
         order = np.lexsort((host.start_ns[rows], host.thread[rows]))
         rows, line_of_row = rows[order], line_of_row[order]
         threads = host.thread[rows]
-        for thread in np.unique(threads).tolist():
+        for thread in distinct(threads).tolist():
             pick = threads == thread
             picked = rows[pick]
             launches[int(thread)] = _runs(

@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 
+from brrr_trace.arraysets import distinct, member
 from brrr_trace.errors import NotATraceError
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.columns import Columns
@@ -227,7 +228,7 @@ def _integrity_problems(trace: Trace) -> list[Problem]:
         else:
             found.append(Problem("cpu-only", 1, "the trace has no GPU activity"))
         return found
-    launched = np.isin(
+    launched = member(
         gpu.correlation, trace.host_calls.correlation[trace.host_calls.correlation != NO_ID]
     )
     unlinked = int(np.count_nonzero(~launched))
@@ -242,8 +243,8 @@ def _integrity_problems(trace: Trace) -> list[Problem]:
             )
         )
     overlaps = 0
-    for device in np.unique(gpu.device):
-        for stream in np.unique(gpu.stream[gpu.device == device]):
+    for device in distinct(gpu.device):
+        for stream in distinct(gpu.stream[gpu.device == device]):
             sel = (gpu.device == device) & (gpu.stream == stream) & (gpu.kind == GPU_KERNEL)
             ends = np.maximum.accumulate(gpu.end_ns[sel]) if sel.any() else gpu.end_ns[sel]
             overlaps += int(np.count_nonzero(gpu.start_ns[sel][1:] < ends[:-1]))

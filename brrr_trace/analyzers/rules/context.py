@@ -15,6 +15,7 @@ from brrr_trace.analyzers.regimes import LineCost, OpClasses
 from brrr_trace.analyzers.replay import Fix, StepGraph, build_graph
 from brrr_trace.analyzers.steps import calibrated, profiler_steps, recorded_unprofiled_step
 from brrr_trace.analyzers.timeline import Timeline
+from brrr_trace.arraysets import member
 from brrr_trace.hardware.peaks import GpuPeak
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import Trace
@@ -113,7 +114,7 @@ class RuleContext:
     def of_kind(self, *kinds: KernelKind) -> np.ndarray:
         """Per GPU op: whether its kind is one of ``kinds``."""
         codes = [code for code, kind in enumerate(self.classes.kind) if kind in kinds]
-        found: np.ndarray = np.isin(self.classes.op_kind, codes)
+        found: np.ndarray = member(self.classes.op_kind, codes)
         return found
 
     def name(self, row: int) -> str:

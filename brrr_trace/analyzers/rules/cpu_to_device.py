@@ -12,6 +12,7 @@ import numpy as np
 
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.rules.context import RawFinding, RuleContext
+from brrr_trace.arraysets import distinct
 from brrr_trace.traces.model import GPU_MEMCPY, Trace
 from brrr_trace.vocabulary import IdleCause
 
@@ -89,7 +90,7 @@ def _outermost_ops(trace: Trace) -> dict[int, np.ndarray]:
     cpu = trace.cpu_ops
     out: dict[int, np.ndarray] = {}
     ops = np.flatnonzero(~cpu.annotation)
-    for h in np.unique(cpu.thread[ops]).tolist():
+    for h in distinct(cpu.thread[ops]).tolist():
         rows = ops[cpu.thread[ops] == h]  # already in start order, outer first
         reach = np.concatenate(
             ([np.iinfo(np.int64).min], np.maximum.accumulate(cpu.end_ns[rows])[:-1])

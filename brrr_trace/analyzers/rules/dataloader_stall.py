@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import numpy as np
-
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.replay import BatchQueue, Fix
 from brrr_trace.analyzers.rules.context import RawFinding, RuleContext, duration_text
+from brrr_trace.arraysets import distinct
 from brrr_trace.vocabulary import IdleCause
 
 
@@ -28,11 +27,11 @@ def dataloader_stall(ctx: RuleContext) -> Iterator[RawFinding]:
         return
     threads, starts, ends = frames.thread[rows], frames.start_ns[rows], frames.end_ns[rows]
     callers = ctx.locator.lines_at(threads, starts)
-    for line_id in np.unique(callers[callers != NONE]).tolist():
+    for line_id in distinct(callers[callers != NONE]).tolist():
         cost = ctx.by_id.get(line_id)
         mine = callers == line_id
         saved: dict[int, int] = {}
-        for thread in np.unique(threads[mine]).tolist():
+        for thread in distinct(threads[mine]).tolist():
             sel = mine & (threads == thread)
             saved.update(ctx.graph.host_work_inside(thread, starts[sel], ends[sel]))
         workers, prefetch = ctx.options.dataloader_workers, ctx.options.dataloader_prefetch

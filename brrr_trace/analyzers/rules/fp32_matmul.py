@@ -13,6 +13,7 @@ import numpy as np
 from brrr_trace.analyzers.kernels import is_tf32_kernel, kernel_dtype
 from brrr_trace.analyzers.replay import Fix
 from brrr_trace.analyzers.rules.context import RawFinding, RuleContext
+from brrr_trace.arraysets import distinct
 from brrr_trace.vocabulary import KernelKind
 
 
@@ -25,7 +26,7 @@ def fp32_matmul(ctx: RuleContext) -> Iterator[RawFinding]:
         return
     names, strings = ctx.trace.gpu.name, ctx.trace.strings
     fp32 = np.zeros(len(strings), dtype=bool)
-    for sid in np.unique(names).tolist():
+    for sid in distinct(names).tolist():
         fp32[sid] = kernel_dtype(strings[sid]) == "fp32" and not is_tf32_kernel(strings[sid])
     eligible = ctx.of_kind(KernelKind.GEMM, KernelKind.CONV) & fp32[names]
     for cost in ctx.costs:

@@ -19,6 +19,7 @@ from brrr_trace.analyzers.kernels import is_tf32_kernel, kernel_dtype
 from brrr_trace.analyzers.regimes import LineCost
 from brrr_trace.analyzers.replay import Fix
 from brrr_trace.analyzers.rules.context import RawFinding, RuleContext
+from brrr_trace.arraysets import distinct, member
 from brrr_trace.vocabulary import KernelKind, Precision
 
 
@@ -97,7 +98,7 @@ def library_attention(ctx: RuleContext) -> Iterator[RawFinding]:
     call of the library function, forward and backward, and reported on that line."""
     frames = ctx.trace.frames
     strings = ctx.trace.strings
-    names = np.unique(frames.name) if len(frames) else np.zeros(0, dtype=np.int64)
+    names = distinct(frames.name) if len(frames) else np.zeros(0, dtype=np.int64)
     library = [
         sid
         for sid in names.tolist()
@@ -105,7 +106,7 @@ def library_attention(ctx: RuleContext) -> Iterator[RawFinding]:
         and not is_user_file(parsed.file, ctx.options, ctx.locator.is_local)
         and not any(fnmatchcase(parsed.file, p) for p in ctx.options.excluded_files)
     ]
-    rows = np.flatnonzero(np.isin(frames.name, library)) if library else np.zeros(0, np.int64)
+    rows = np.flatnonzero(member(frames.name, library)) if library else np.zeros(0, np.int64)
     if not len(rows):
         return
     per_line = _spans_by_call(ctx, rows, every_softmax=False)
@@ -171,7 +172,7 @@ def _one_line(ctx: RuleContext, line_id: int) -> Iterator[RawFinding]:
     pass)."""
     key = ctx.locator.lines[line_id]
     frames, strings = ctx.trace.frames, ctx.trace.strings
-    names = np.unique(frames.name) if len(frames) else np.zeros(0, dtype=np.int64)
+    names = distinct(frames.name) if len(frames) else np.zeros(0, dtype=np.int64)
     own = [
         sid
         for sid in names.tolist()
@@ -181,7 +182,7 @@ def _one_line(ctx: RuleContext, line_id: int) -> Iterator[RawFinding]:
     ]
     if not own:
         return
-    calls_of = np.flatnonzero(np.isin(frames.name, own))
+    calls_of = np.flatnonzero(member(frames.name, own))
     members = [
         r
         for r in _spans_by_call(ctx, calls_of, every_softmax=True).get(line_id, [])

@@ -17,6 +17,7 @@ from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.regimes import REGIMES
 from brrr_trace.analyzers.replay import Fix
 from brrr_trace.analyzers.rules.context import RawFinding, RuleContext
+from brrr_trace.arraysets import distinct
 from brrr_trace.vocabulary import KernelKind, Regime
 
 # Kernels that write without reading (random numbers, fills): nothing to save by fusing them.
@@ -28,7 +29,7 @@ def unfused_elementwise(ctx: RuleContext) -> Iterator[RawFinding]:
     gpu = ctx.trace.gpu
     strings = ctx.trace.strings
     fusable = np.zeros(len(strings), dtype=bool)
-    for sid in np.unique(gpu.name).tolist():
+    for sid in distinct(gpu.name).tolist():
         text = strings[sid]
         fusable[sid] = not text.startswith("triton_") and not _NOT_FUSABLE.search(text)
     candidate = (
@@ -104,7 +105,7 @@ def unfused_elementwise(ctx: RuleContext) -> Iterator[RawFinding]:
         if not ctx.worth_it(saving):
             continue
         rows = np.asarray([r for run, _ in found for r in run])
-        line_ids = np.unique(ctx.ops.line[rows])
+        line_ids = distinct(ctx.ops.line[rows])
         weights = [int(ctx.duration(rows[ctx.ops.line[rows] == k]).sum()) for k in line_ids]
         anchor = int(line_ids[int(np.argmax(weights))])
         numbers = sorted({lines[int(k)].line for k in line_ids})
