@@ -68,7 +68,7 @@ def timed_report(name: str) -> Report:
 @pytest.mark.parametrize(
     ("program", "fix", "rules"),
     [
-        # 1.26: the traces and these times came from two device calls, perhaps two hosts, and
+        # 1.28: the traces and these times came from two device calls, perhaps two hosts, and
         # TF32's gain on GPT small measured 3.3, 0.66, 0.29 and 0.10 ms a step on four hosts
         # (tests/test_savings_hosts.py checks it against its own host's times).
         pytest.param(

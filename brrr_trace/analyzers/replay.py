@@ -212,14 +212,11 @@ class StepGraph:
             work[first] = pre + tail
             if gap_ns is not None and cost_ns is not None and self.gap_ns is not None:
                 assert self.cost_ns is not None
-                # The profiler's cost in each part, at the rate of the host gap it came from.
-                tail_gap, tail_cost = (
-                    (int(self.gap_ns[last + 1]), int(self.cost_ns[last + 1]))
-                    if after_last
-                    else (self.tail_gap_ns, self.tail_cost_ns)
-                )
-                cost = _share(int(self.cost_ns[first]), pre, int(self.gap_ns[first]))
-                cost += _share(tail_cost, tail, tail_gap)
+                # The profiler's cost in each part: what it recorded in the host gap the part
+                # is cut from, which lies in the steps (the program's events) rather than
+                # before or after them (the profiler starting and stopping).
+                tail_cost = int(self.cost_ns[last + 1]) if after_last else self.tail_cost_ns
+                cost = min(pre, int(self.cost_ns[first])) + min(tail, tail_cost)
                 gap_ns[first], cost_ns[first] = pre + tail, cost
                 work[first] = max(0, pre + tail - cost)
         return replace(
@@ -687,11 +684,6 @@ class _Runs:
             other_stream=others[:, 2].copy(),
             finish=int(others[:, 1].max(initial=0)),
         )
-
-
-def _share(cost_ns: int, part_ns: int, whole_ns: int) -> int:
-    """The profiler's cost in a part of a host gap, at the gap's rate."""
-    return min(part_ns, cost_ns * min(part_ns, whole_ns) // whole_ns) if whole_ns > 0 else 0
 
 
 def _replay_runs(runs: _Runs, fix: Fix, passes: int, pass_ends: list[int] | None) -> int:
