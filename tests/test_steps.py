@@ -106,3 +106,12 @@ def test_record_traces_of_real_programs_replay_to_their_timed_step() -> None:
             assert steps.replayed_ns > expected, trace.name
         else:  # even with no cost taken out, the replay is faster than the program was timed
             assert steps.profiler_cost_scale == 0.0 and steps.replayed_ns <= expected, trace.name
+
+
+def test_steps_with_no_host_event_in_them_replay_nothing(tmp_path: Path) -> None:
+    # The one launch comes after the only step: there is no pass of the loop to replay.
+    events = [frame("train.py(1): loop", 0.0, 400.0), step(1, 0.0)]
+    events += [launch(300.0, corr=1), kernel(GEMM, 305.0, 10.0, corr=1)]
+    steps = analyze(write(tmp_path / "t.json", events)).steps
+    assert steps is not None
+    assert (steps.durations_ns, steps.replayed_ns) == ((200_000,), None)

@@ -192,6 +192,8 @@ class StepGraph:
         # to its first event, and from the last event's return to the last step's end, which
         # a loop runs back to back.
         edge = (at < begins[0]) | (at >= ends[-1])
+        if edge.all():  # no host event in the steps: nothing to make a pass of
+            edge[:] = False
         work, launched = list(self.work), list(self.launched)
         gap_ns = self.gap_ns.copy() if self.gap_ns is not None else None
         cost_ns = self.cost_ns.copy() if self.cost_ns is not None else None
