@@ -46,7 +46,6 @@ def graph(
         duration=duration,
         latency=latency,
         others=sorted(others),
-        tail=0,
     )
 
 

@@ -117,7 +117,6 @@ class StepGraph:
     duration: list[int]
     latency: list[int]
     others: list[tuple[int, int, int]]  # (start, end, stream) of ops launched outside
-    tail: int  # host work after the last event up to the end of the trace
     # GPU op -> the op on another stream it waited for in the trace (collectives only)
     after: dict[int, int] = field(default_factory=dict)
     fixed_ends: dict[int, int] = field(default_factory=dict)  # such an op, not launched: its end
@@ -126,14 +125,13 @@ class StepGraph:
     cost_ns: np.ndarray | None = None  # per event: the profiler's estimated cost in that time
     call_ns: np.ndarray | None = None  # per event: the call's time in the trace
     launch_cost_ns: np.ndarray | None = None  # per event: the callbacks' cost, launches only
-    tail_gap_ns: int = 0
-    tail_cost_ns: int = 0
+    tail_cost_ns: int = 0  # the profiler's cost from the last event's return to the trace's end
     cost_scale: float = 1.0
     # The trace is a window of a training loop (it has ProfilerSteps): a saving is what one more
     # pass of the window takes in steady state, where the GPU work still queued when the host
     # finishes overlaps the next pass's host work instead of ending the run.
     periodic: bool = False
-    _base: tuple[int, list[int], list[tuple[int, int]]] | None = None
+    _base: int | None = None
     _base_period: int | None = None
     # The graph as arrays for ``_replay_runs``, built on first use (None after: the loop's).
     _runs: _Runs | None = None
@@ -154,12 +152,10 @@ class StepGraph:
             np.maximum(self.call_ns - np.rint(self.launch_cost_ns * scale), _MIN_LAUNCH_NS),
             self.call_ns,
         ).astype(np.int64)
-        tail = max(0, self.tail_gap_ns - round(self.tail_cost_ns * scale))
         return replace(
             self,
             work=work.tolist(),
             own=own.tolist(),
-            tail=tail,
             cost_scale=scale,
             _base=None,
             _runs=None,
@@ -195,8 +191,9 @@ class StepGraph:
         if edge.all():  # no host event in the steps: nothing to make a pass of
             edge[:] = False
         work, launched = list(self.work), list(self.launched)
+        cost_before = self.cost_ns
         gap_ns = self.gap_ns.copy() if self.gap_ns is not None else None
-        cost_ns = self.cost_ns.copy() if self.cost_ns is not None else None
+        cost_ns = cost_before.copy() if cost_before is not None else None
         for e in np.flatnonzero(edge).tolist():
             work[e], own[e], launched[e] = 0, 0, ()
             if gap_ns is not None and cost_ns is not None:
@@ -212,13 +209,12 @@ class StepGraph:
             pre = max(0, int(at[first]) - int(begins[0]))
             tail = max(0, int(ends[-1]) - returned)
             work[first] = pre + tail
-            if gap_ns is not None and cost_ns is not None and self.gap_ns is not None:
-                assert self.cost_ns is not None
+            if gap_ns is not None and cost_ns is not None and cost_before is not None:
                 # The profiler's cost in each part: what it recorded in the host gap the part
                 # is cut from, which lies in the steps (the program's events) rather than
                 # before or after them (the profiler starting and stopping).
-                tail_cost = int(self.cost_ns[last + 1]) if after_last else self.tail_cost_ns
-                cost = min(pre, int(self.cost_ns[first])) + min(tail, tail_cost)
+                tail_cost = int(cost_before[last + 1]) if after_last else self.tail_cost_ns
+                cost = min(pre, int(cost_before[first])) + min(tail, tail_cost)
                 gap_ns[first], cost_ns[first] = pre + tail, cost
                 work[first] = max(0, pre + tail - cost)
         return replace(
@@ -246,7 +242,7 @@ class StepGraph:
             return 0
         if self.periodic:
             return max(0, min(self.period() - self._period(fix), most))
-        return max(0, min(self._baseline()[0] - self._replay(fix), most))
+        return max(0, min(self._baseline() - self._replay(fix), most))
 
     def period(self) -> int:
         """The baseline's steady-state time for one pass of the window (a periodic graph)."""
@@ -261,13 +257,10 @@ class StepGraph:
         self._replay(fix, passes=2, pass_ends=ends)
         return ends[1] - ends[0]
 
-    def _baseline(self) -> tuple[int, list[int], list[tuple[int, int]]]:
-        """The replay without a fix: its end, each event's clock and each event's GPU span."""
+    def _baseline(self) -> int:
+        """The end of the replay without a fix."""
         if self._base is None:
-            clocks: list[int] = []
-            spans: list[tuple[int, int]] = []
-            end = self._replay(Fix("baseline"), clocks, spans)
-            self._base = (end, clocks, spans)
+            self._base = self._replay(Fix("baseline"))
         return self._base
 
     def events_of(self, host_rows: np.ndarray) -> list[int]:
@@ -319,30 +312,13 @@ class StepGraph:
             found = self._thread_events[thread] = np.flatnonzero(self.event_thread == thread)
         return found
 
-    def replayed_window(self, a: int, b: int) -> int | None:
-        """How long the trace's [a, b) takes in the baseline replay (the profiler's cost out):
-        the host's replayed time from the first event in it to the first after it, or the GPU's
-        for the ops launched in between, whichever is longer."""
-        starts = np.asarray(self.start, dtype=np.int64)
-        e0, e1 = int(np.searchsorted(starts, a)), int(np.searchsorted(starts, b))
-        if e1 <= e0:
-            return None
-        _, clocks, spans = self._baseline()
-        last_call = CALL_NS if self.blocks[-1] else self.own[-1]
-        host_end = clocks[e1] if e1 < len(clocks) else clocks[-1] + last_call + self.tail
-        gpu = [spans[e] for e in range(e0, e1) if spans[e][1] > spans[e][0]]
-        gpu_span = max(end for _, end in gpu) - min(begin for begin, _ in gpu) if gpu else 0
-        return max(host_end - clocks[e0], gpu_span)
-
     def _replay(
         self,
         fix: Fix,
-        clocks: list[int] | None = None,
-        spans: list[tuple[int, int]] | None = None,
         passes: int = 1,
         pass_ends: list[int] | None = None,
     ) -> int:
-        if clocks is None and spans is None and fix.batches is None:
+        if fix.batches is None:
             runs = self._runs_of_graph()
             if runs is not None:
                 return _replay_runs(runs, fix, passes, pass_ends)
@@ -369,7 +345,6 @@ class StepGraph:
         waited_for = set(after.values())
         ends = dict(self.fixed_ends)
         own_fix, unblocked = fix.own, fix.unblocked
-        record = clocks is not None or spans is not None
         work, blocks, own = self.work, self.blocks, self.own
         batches = fix.batches
         load_ns = batches.load_ns if batches is not None else {}
@@ -380,11 +355,8 @@ class StepGraph:
         n = len(launched)
         for k in range(n * passes):
             i = k % n
-            if i == 0 and k:
-                if pass_ends is not None:
-                    pass_ends.append(max(finish, queued_end, clock))
-                clocks = spans = None  # they describe the first pass
-                record = False
+            if i == 0 and k and pass_ends is not None:
+                pass_ends.append(max(finish, queued_end, clock))
             ops = launched[i]
             step = work[i] - saved.get(i, 0) if saved else work[i]
             if step > 0:
@@ -401,9 +373,6 @@ class StepGraph:
                     if begin + load > clock:
                         clock = begin + load
                     taken.append(clock)
-            if clocks is not None:
-                clocks.append(clock)
-            first_begin, last_end = 0, 0
             while other_k < n_others and others[other_k][0] <= clock:
                 _, end, s = others[other_k]
                 if end > free(s, 0):
@@ -428,12 +397,6 @@ class StepGraph:
                 stream_free[s] = end
                 if end > queued_end:
                     queued_end = end
-                if record:
-                    first_begin = begin if not last_end else min(first_begin, begin)
-                    if end > last_end:
-                        last_end = end
-            if spans is not None:
-                spans.append((first_begin, last_end))
             if not blocks[i]:
                 clock += own_fix.get(i, own[i]) if own_fix else own[i]
             elif i in unblocked:
@@ -536,12 +499,10 @@ def build_graph(
                 strict=True,
             )
         ),
-        tail=max(0, end_of_trace - last_host - tail_cost) if len(rows) else 0,
         gap_ns=gap_ns,
         cost_ns=cost,
         call_ns=ends - starts,
         launch_cost_ns=np.where(is_launch, options.profiler_cost_per_launch_ns, 0),
-        tail_gap_ns=max(0, end_of_trace - last_host) if len(rows) else 0,
         tail_cost_ns=tail_cost,
     )
 

@@ -127,10 +127,9 @@ def calibrated(graph: StepGraph, trace: Trace) -> StepGraph:
 
 
 def _replayed_step(graph: StepGraph, ranges: list[tuple[int, int]]) -> int | None:
-    if graph.periodic:
-        starts = np.asarray(graph.start, dtype=np.int64)
-        if not ((starts >= ranges[0][0]) & (starts < ranges[-1][1])).any():
-            return None
-        return graph.period() // len(ranges)
-    replayed = graph.replayed_window(ranges[0][0], ranges[-1][1])
-    return replayed // len(ranges) if replayed is not None else None
+    """A step of the loop replayed without the profiler: its pass over the steps; None where
+    no host event lies in the steps (the graph is the loop of these ranges, ``as_loop``)."""
+    starts = np.asarray(graph.start, dtype=np.int64)
+    if not graph.periodic or not ((starts >= ranges[0][0]) & (starts < ranges[-1][1])).any():
+        return None
+    return graph.period() // len(ranges)
