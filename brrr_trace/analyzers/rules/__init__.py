@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 
-from brrr_trace.analyzers.replay import Fix
+from brrr_trace.analyzers.replay import Fix, StepGraph
 from brrr_trace.analyzers.rules.context import RawFinding, Rule, RuleContext
 from brrr_trace.analyzers.rules.cpu_to_device import cpu_to_device
 from brrr_trace.analyzers.rules.dataloader_stall import dataloader_stall
@@ -86,12 +86,7 @@ def savings_by_rule(
         if len(group) < 2:
             continue
         saving = ctx.together(group)
-        if bounds is None or saving <= 0:
-            out[rule] = (saving, None)
-            continue
-        fix = Fix.together("together", group)
-        ends = [saving, *(graph.saving(fix) for graph in bounds)]
-        out[rule] = (saving, (min(ends), max(ends)))
+        out[rule] = (saving, _range(bounds, saving, Fix.together("together", group)))
     return out
 
 
@@ -102,16 +97,21 @@ def savings_ranges(ctx: RuleContext, found: list[RawFinding]) -> list[tuple[int,
     unprofiled steps or the finding replayed no fix. A GPU fix in a GPU-bound loop saves the
     same at either end; one whose saving depends on the host's pace does not."""
     bounds = ctx.cost_bound_graphs
-    if bounds is None:
-        return [None] * len(found)
-    ranges: list[tuple[int, int] | None] = []
-    for f in found:
-        if f.replayed is None or f.est_savings_ns <= 0:
-            ranges.append(None)
-            continue
-        ends = [f.est_savings_ns, *(graph.saving(f.replayed) for graph in bounds)]
-        ranges.append((min(ends), max(ends)))
-    return ranges
+    return [
+        _range(bounds, f.est_savings_ns, f.replayed) if f.replayed is not None else None
+        for f in found
+    ]
+
+
+def _range(
+    bounds: tuple[StepGraph, StepGraph] | None, saving: int, fix: Fix
+) -> tuple[int, int] | None:
+    """The least and the most a fix saves: its saving and its replays at either end of the
+    profiler's cost; None where there are no ends (a calibrated cost) or nothing is saved."""
+    if bounds is None or saving <= 0:
+        return None
+    ends = [saving, *(graph.saving(fix) for graph in bounds)]
+    return min(ends), max(ends)
 
 
 RULES: tuple[Rule, ...] = (
