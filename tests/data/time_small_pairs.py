@@ -1,6 +1,7 @@
 """Time the before/after pairs of workloads.py unprofiled, the two sides in alternating processes.
 
     python3 tests/data/time_small_pairs.py --out small_pairs.json [--rounds 2] [--budget-s 400]
+        [--only RULE,RULE]
 
 A workload call includes its set-up (tensors made, a model built, DataLoader workers started),
 whose time varies from call to call by more than some fixes gain per step (pinning 256 MiB
@@ -88,9 +89,15 @@ def main() -> int:
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--budget-s", type=float, default=400)
     parser.add_argument("--timeout", type=float, default=120)
+    parser.add_argument("--only", default="", help="comma-separated rules (default: every pair)")
     args = parser.parse_args()
+    only = set(filter(None, args.only.split(",")))
     started = time.perf_counter()
-    results = [{"rule": r, "before": b, "after": a, "runs": {b: [], a: []}} for r, b, a in PAIRS]
+    results = [
+        {"rule": r, "before": b, "after": a, "runs": {b: [], a: []}}
+        for r, b, a in PAIRS
+        if not only or r in only
+    ]
     for round_ in range(args.rounds):
         for entry in results:
             if time.perf_counter() - started > args.budget_s:
