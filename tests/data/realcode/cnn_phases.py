@@ -4,7 +4,8 @@
 
 Removing the CNN's per-step ``.item()`` gains 5-7 ms a step unprofiled (``time_ab.py``), more
 than the 4 ms its trace's GPU is busy in a step, so overlapping the batch making with the GPU's
-work cannot be all of it. Three settings alternate region by region in one warmed-up process:
+work cannot be all of it. Three settings alternate region by region in one warmed-up process
+(in reverse order every other round):
 
 - ``item``: ``.item()`` every step (log_every=1), the program as written;
 - ``none``: ``.item()`` every 50 steps (the fix);
@@ -96,8 +97,11 @@ def main() -> int:
         for _ in range(ours.warmup):
             train_step(step)
             step += 1
-        for _ in range(ours.rounds):
-            for side, every in sides.items():
+        for round_ in range(ours.rounds):
+            # Every other round in reverse order, so that a drift of the host's pace over the
+            # run (the batches' time halved in one process) favours no side.
+            order = list(sides.items())
+            for side, every in order if round_ % 2 == 0 else order[::-1]:
                 args.log_every = every
                 step += (-step) % 50
                 train_utils._sync(device)
