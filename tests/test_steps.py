@@ -134,3 +134,16 @@ def test_steps_with_no_host_event_in_them_replay_nothing(tmp_path: Path) -> None
     steps = analyze(write(tmp_path / "t.json", events)).steps
     assert steps is not None
     assert (steps.durations_ns, steps.replayed_ns) == ((200_000,), None)
+
+
+def test_the_steps_line_says_where_the_replay_does_not_match_the_timed_step() -> None:
+    from brrr_trace.render.text import _steps_line
+    from brrr_trace.report import StepsReport
+
+    def line(replayed_ns: int) -> str:
+        steps = StepsReport((35_000_000,) * 2, 35_000_000, 0, replayed_ns, 28_600_000, 1.0)
+        return _steps_line(steps)
+
+    head = "Steps: 2 ProfilerStep(s), median 35.0 ms (spread 0 ns) · without the profiler 28.6 ms a"
+    assert line(28_590_000) == head + " step (timed by record; savings replayed to match it)"
+    assert line(28_060_000) == head + " step (timed by record; the savings' replay: 28.1 ms a step)"

@@ -41,10 +41,12 @@ def _steps_line(steps: StepsReport) -> str:
         f" (spread {units.duration(steps.spread_ns)})"
     )
     if steps.recorded_unprofiled_ns is not None:
-        line += (
-            f" · without the profiler {units.duration(steps.recorded_unprofiled_ns)} a step"
-            " (timed by record; savings replayed to match it)"
-        )
+        recorded, replayed = steps.recorded_unprofiled_ns, steps.replayed_ns
+        line += f" · without the profiler {units.duration(recorded)} a step"
+        if replayed is None or abs(replayed - recorded) <= 0.01 * recorded:
+            line += " (timed by record; savings replayed to match it)"
+        else:  # a GPU-bound step, or a cost the model's scale cannot reach
+            line += f" (timed by record; the savings' replay: {units.duration(replayed)} a step)"
     elif steps.replayed_ns is not None:
         line += f" · without the profiler's own cost ~{units.duration(steps.replayed_ns)} a step"
     return line
