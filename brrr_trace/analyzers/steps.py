@@ -106,7 +106,7 @@ def calibrated(graph: StepGraph, trace: Trace) -> StepGraph:
     recorder timed unprofiled; the graph as it is without such a measurement."""
     target = recorded_unprofiled_step(trace)
     ranges = profiler_steps(trace)
-    if target is None or not ranges or not graph.start:
+    if target is None or not ranges or not len(graph.start):
         return graph
 
     def step_at(scale: float) -> int:
