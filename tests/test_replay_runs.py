@@ -156,3 +156,14 @@ def test_the_loop_replays_graphs_with_cross_stream_waits_or_frequent_blocking() 
     assert replay._Runs.of(g) is None  # 4 events, one blocking call: runs of 2
     g.after = {1: 0}
     assert replay._Runs.of(g) is None
+
+
+def test_launches_are_one_ragged_array_per_graph() -> None:
+    launches = Launches.of([(4, 7), (), (2,), (0, 1, 3)])
+    assert len(launches) == 4
+    assert [launches[e] for e in range(4)] == [(4, 7), (), (2,), (0, 1, 3)]
+    assert launches.counts().tolist() == [2, 0, 1, 3]
+    # Events left out of a pass launch nothing; the others keep their ops, in order.
+    gone = launches.without(np.array([True, False, False, True]))
+    assert [gone[e] for e in range(4)] == [(), (), (2,), ()]
+    assert launches.without(np.zeros(4, dtype=bool)) is launches
