@@ -4,10 +4,10 @@
     python benchmarks/same_reports.py compare A B    # exit 1 and list the traces that differ
 
 Used to show that a move of code changes no report: write on the commit before, write on the
-commit after, compare. The traces are the recorded fixtures (tests/data/h200), the real-code set
-(tests/data/realcode/h200) and, where present, the public traces in ../shared/traces/public
-(skipped when absent); the repository's own folder is written as ``<repo>``. Each report is
-analyzed with the source root its tests use.
+commit after, compare. The traces are the recorded fixtures (tests/data/h200 and its folders),
+the real-code set (tests/data/realcode/h200, its record-timed and hosts folders) and, where
+present, the public traces in ../shared/traces/public (skipped when absent); the repository's
+own folder is written as ``<repo>``. Each report is analyzed with the source root its tests use.
 """
 
 from __future__ import annotations
@@ -24,11 +24,13 @@ PUBLIC = REPO.parent / "shared" / "traces" / "public"
 def traces() -> list[tuple[str, Path, Path | None]]:
     """(report name, trace, source root) for every trace the comparison covers."""
     found: list[tuple[str, Path, Path | None]] = []
-    for trace in sorted((DATA / "h200").glob("*.json.gz")):
-        found.append((f"h200__{trace.name}", trace, DATA))
-    for trace in sorted((DATA / "realcode" / "h200").glob("*.json.gz")):
-        if ".truth." not in trace.name:
-            found.append((f"realcode__{trace.name}", trace, DATA / "realcode"))
+    for trace in sorted((DATA / "h200").rglob("*.json.gz")):
+        name = "__".join(trace.relative_to(DATA / "h200").parts)
+        found.append((f"h200__{name}", trace, DATA))
+    for trace in sorted((DATA / "realcode" / "h200").rglob("*.json.gz")):
+        if ".truth." not in trace.name and "samples" not in trace.parts:
+            name = "__".join(trace.relative_to(DATA / "realcode" / "h200").parts)
+            found.append((f"realcode__{name}", trace, DATA / "realcode"))
     if PUBLIC.is_dir():
         for trace in sorted(PUBLIC.rglob("*.json*")):
             name = "public__" + "__".join(trace.relative_to(PUBLIC).parts)

@@ -51,6 +51,10 @@ class AnalysisOptions:
     # small fixtures' tight loops about 2.5 (README, "Estimated savings against reality").
     profiler_cost_scale_low: float = 0.75
     profiler_cost_scale_high: float = 3.0
+    # A recorded trace's cost model is left as it is where its replayed step lies within this
+    # share of the step timed unprofiled (about what two timings of one program differ by): a
+    # GPU-bound step replays the same for a wide range of scales (``steps.calibrated``).
+    profiler_cost_calibration_tolerance: float = 0.03
     # `brrr-trace record`'s line annotation around each torch call from user code: +19.6 µs per
     # op measured on the H200 machine's CPU.
     profiler_cost_per_marker_ns: int = 19_000

@@ -42,10 +42,14 @@ def steady_gain_ms(before: str, after: str) -> float:
     return (PER_STEP_MS[before] - PER_STEP_MS[after]) * FIXTURES[before]["iterations"]
 
 
-# In these two tight loops the profiler costs the host about 2.5x what the model takes out
-# (README, "Estimated savings against reality"): the estimate is 2.1x and 3.1x the gain.
+# 2.1x and 3.1x the gain, and 2.0x and 2.6x with the trace and the times from one host
+# (README, "Estimated savings against reality"): removing item_in_loop's syncs makes the GPU run
+# its matmul 8-12% slower (back to back), which the replay does not model; in
+# optimizer_foreach_false the profiler costs the host 1.5-2x what the model takes out.
 PROFILER_COST_UNDERESTIMATED = pytest.mark.xfail(
-    strict=True, reason="the profiler's cost in a tight host loop is underestimated"
+    strict=True,
+    reason="a busier GPU's slower kernels (host-sync), the profiler's cost in a tight host loop "
+    "(unfused-optimizer)",
 )
 FACTOR_OF_TWO = [
     pytest.param(*c, id=c[0], marks=PROFILER_COST_UNDERESTIMATED)
@@ -84,3 +88,48 @@ def test_replayed_estimate_is_within_a_quarter_of_the_steady_state_gain(
 ) -> None:
     estimate, measured = estimate_ms(rule, before), steady_gain_ms(before, after)
     assert 0.75 <= estimate / measured <= 1.25, (estimate, measured)
+
+
+SESSION8 = DATA / "h200" / "session8"
+
+
+def session8_gain_ms(before: str, after: str) -> float:
+    """The steady-state gain timed on the host that recorded ``session8/before``."""
+    pairs = [
+        pair
+        for name in ("small_pairs_s8a.json", "small_pairs_s8b.json")
+        for pair in json.loads((SESSION8 / name).read_text())["pairs"]
+    ]
+    (pair,) = [p for p in pairs if p["before"] == before]
+    per_step = {
+        side: statistics.median(run["per_step_ms"] for run in runs)
+        for side, runs in pair["runs"].items()
+    }
+    fixtures = json.loads((SESSION8 / "measurements.json").read_text())["fixtures"]
+    return (per_step[before] - per_step[after]) * fixtures[before]["iterations"]
+
+
+@pytest.mark.parametrize(
+    ("rule", "before", "after"),
+    [
+        ("fp32-matmul", "fp32_matmul", "fp32_matmul_tf32"),
+        ("unfused-elementwise", "elementwise_chain", "elementwise_chain_compiled"),
+        ("dataloader-stall", "dataloader_slow", "dataloader_workers"),
+        pytest.param(
+            "host-sync", "item_in_loop", "item_in_loop_fixed", marks=PROFILER_COST_UNDERESTIMATED
+        ),
+        pytest.param(
+            "unfused-optimizer",
+            "optimizer_foreach_false",
+            "optimizer_fused",
+            marks=PROFILER_COST_UNDERESTIMATED,
+        ),
+    ],
+)
+def test_estimate_within_a_quarter_of_the_gain_on_the_host_that_recorded_it(
+    rule: str, before: str, after: str
+) -> None:
+    report = analyze(SESSION8 / f"{before}.json.gz", AnalysisOptions(source_root=str(DATA)))
+    estimate = sum(f.est_savings_ns for f in report.findings if f.rule == rule) / 1e6
+    gain = session8_gain_ms(before, after)
+    assert 0.75 <= estimate / gain <= 1.25, (estimate, gain)

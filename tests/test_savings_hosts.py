@@ -1,10 +1,11 @@
 """Savings and the profiler's cost with the traces and the unprofiled times from one host.
 
 Each folder of ``tests/data/realcode/h200/hosts/`` is one device call (``record_session7.sh``,
-``record_session7b.sh``): the programs profiled, then their before/after pairs timed unprofiled
-on the same machine. The same fix gains differently on different hosts (TF32 on GPT small: 3.3 ms
-a step in session 5's call, 0.66 and 0.29 in these two), so an estimate is only checked against
-its own host's times. The README's "Estimated savings against reality" has the table.
+``7b``, ``7c``, ``record_session8b.sh``): the programs profiled, then their before/after pairs
+timed unprofiled on the same machine. The same fix gains differently on different hosts (TF32
+on GPT small: 3.3 ms a step in session 5's call, 0.66 and 0.29 on hosts a and b), so an
+estimate is only checked against its own host's times. The README's "Estimated savings against
+reality" has the table.
 """
 
 from __future__ import annotations
@@ -103,6 +104,10 @@ def estimate_ns(trace: str, rules: tuple[str, ...]) -> float:
 
 
 OFF = "the profiler's cost on this trace is not the model's (README, savings on one host)"
+CNN_PACE = (
+    "the CNN's batches took 19.7 ms a step in the recorder's wait steps, 34.6 and 40.2 in the "
+    "timing processes minutes later (README, savings on one host)"
+)
 
 
 @pytest.mark.parametrize(
@@ -150,6 +155,15 @@ OFF = "the profiler's cost on this trace is not the model's (README, savings on 
         ("c/gpt_small.record", "gpt_small", "sdpa", ("manual-attention",)),
         ("c/gpt_small.record", "gpt_small", "fused-adamw", ("unfused-optimizer",)),
         ("c/tiny_mlp.record", "tiny_mlp", "cuda-graphs", ("launch-overhead",)),
+        # GPU-bound: the model's own cost replays its timed step (``calibrated``'s tolerance).
+        ("d/use_library.record", "use_library", "sdpa-in-library", ("manual-attention",)),
+        pytest.param(
+            "d/cnn.record",
+            "cnn",
+            "dataloader-workers",
+            ("dataloader-stall",),
+            marks=pytest.mark.xfail(strict=True, reason=CNN_PACE),
+        ),
     ],
 )
 def test_savings_from_a_ten_step_trace_within_a_quarter_of_the_gain_on_its_host(
@@ -160,7 +174,38 @@ def test_savings_from_a_ten_step_trace_within_a_quarter_of_the_gain_on_its_host(
     assert 0.75 <= estimate_ns(trace, rules) / gain <= 1.25, (estimate_ns(trace, rules), gain)
 
 
+def test_a_gpu_bound_program_keeps_the_models_cost() -> None:
+    # The ViT's record trace replays 28.06 ms a step with the model's cost and with any larger
+    # scale (the GPU's pace), against 28.59 timed: scale 1. Matching 28.59 exactly took a scale
+    # of 0.497, whose host is as slow as the GPU, and the fused attention then saved 3.1 ms a
+    # step, against 13.3 measured.
+    steps = report("d/use_library.record").steps
+    assert steps is not None and steps.profiler_cost_scale == 1.0
+
+
 def test_tf32_saves_nothing_where_it_gained_nothing() -> None:
     # On host c GPT small's step is host-bound with or without TF32: the pair measured 14.09
     # against 13.99 ms a step, within the noise of its processes.
     assert estimate_ns("c/gpt_small.record", ("fp32-matmul",)) < 250_000
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the replay's launch phase is slower than the program's: the GPU is never behind at "
+    "the .item() (README, savings on one host)",
+)
+def test_the_cnns_item_saves_the_wait_it_removes() -> None:
+    # What removing the CNN's per-step .item() gains beyond its wait cannot be told from noise:
+    # in one process (cnn_phases.py, 12 rounds in alternating order) making a batch took 9.5 to
+    # 33 ms a step from region to region. The wait itself is measured: 0.83 ms a step (median
+    # of the regions), 0.02 without the .item().
+    bench = next(
+        line
+        for line in (HOSTS / "d" / "cnn_phases.txt").read_text().splitlines()
+        if line.startswith("BENCH ")
+    )
+    per_step = json.loads(bench[len("BENCH ") :])["seconds_per_step"]
+    wait_ns = (
+        statistics.median(per_step["item"]["wait"]) - statistics.median(per_step["none"]["wait"])
+    ) * 1e9
+    assert 0.75 <= estimate_ns("d/cnn.record", ("host-sync",)) / wait_ns <= 1.25

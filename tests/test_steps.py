@@ -69,6 +69,23 @@ def test_a_window_timed_between_syncs_is_the_recorded_step(tmp_path: Path) -> No
     assert abs(steps.profiler_cost_scale - 1.539) <= 0.001
 
 
+def test_a_gpu_bound_step_keeps_the_models_cost_when_it_replays_the_timed_step(
+    tmp_path: Path,
+) -> None:
+    # As above, but the kernel takes 190 µs: without the profiler's cost the host needs 108.5 µs
+    # a step, so the GPU sets the pace, 190 µs a step (each kernel waits for the one before).
+    # Timed at 193 µs, within 3% of that: the model's cost stays (scale 1). Matching 193 µs
+    # exactly would mean a host just short of the GPU's pace, 0.5 + 198 - 90 * s = 193: s = 0.061.
+    events = [frame("train.py(1): loop", 0.0, 400.0)]
+    for k, t in enumerate((0.0, 200.0)):
+        events += [step(k + 1, t), launch(t, corr=k + 1), kernel(GEMM, t + 5.0, 190.0, corr=k + 1)]
+        events += [frame("train.py(9): f", t + 10.0 + 3 * i, 2.0) for i in range(60)]
+    record = {"unprofiled_window": {"steps": 2, "ns": 386_000}}
+    steps = analyze(write(tmp_path / "t.json", events, brrr_record=record)).steps
+    assert steps is not None and steps.recorded_unprofiled_ns == 193_000
+    assert (steps.profiler_cost_scale, steps.replayed_ns) == (1.0, 190_000)
+
+
 def test_too_few_or_bad_recorded_steps_calibrate_nothing(tmp_path: Path) -> None:
     events = [frame("train.py(1): loop", 0.0, 400.0)]
     for k, t in enumerate((0.0, 200.0)):
@@ -99,7 +116,9 @@ def test_record_traces_of_real_programs_replay_to_their_timed_step() -> None:
         expected = window["ns"] // window["steps"] if window else int(statistics.median(later))
         steps = analyze(trace, AnalysisOptions(source_root=str(TIMED.parent.parent))).steps
         assert steps is not None and steps.recorded_unprofiled_ns == expected, trace.name
-        if 0 < steps.profiler_cost_scale < 4.0:
+        if steps.profiler_cost_scale == 1.0:  # the model's own cost replays it closely enough
+            assert abs(steps.replayed_ns - expected) / expected <= 0.03, trace.name
+        elif 0 < steps.profiler_cost_scale < 4.0:
             assert abs(steps.replayed_ns - expected) / expected < 0.01, trace.name
         elif steps.profiler_cost_scale == 4.0:
             # the GPU alone takes longer than the host was timed (a queue still filling)

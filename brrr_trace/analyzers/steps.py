@@ -101,9 +101,15 @@ def recorded_unprofiled_step(trace: Trace) -> int | None:
     return int(np.median(valid[len(valid) // 2 :]))
 
 
-def calibrated(graph: StepGraph, trace: Trace) -> StepGraph:
+def calibrated(graph: StepGraph, trace: Trace, tolerance: float = 0.0) -> StepGraph:
     """The graph with the profiler's cost scaled so that the replayed step matches the step the
-    recorder timed unprofiled; the graph as it is without such a measurement."""
+    recorder timed unprofiled; the graph as it is without such a measurement, or where the
+    model's own cost already replays a step within ``tolerance`` (a share) of it.
+
+    A GPU-bound step replays the same for every scale that leaves the host faster than the GPU,
+    so there the measurement cannot tell those scales apart; the scale that matches it exactly
+    would be the edge of that flat stretch, which makes the host as slow as the step allows
+    (and a GPU fix look as if it saved little)."""
     target = recorded_unprofiled_step(trace)
     ranges = profiler_steps(trace)
     if target is None or not ranges or not len(graph.start):
@@ -112,6 +118,8 @@ def calibrated(graph: StepGraph, trace: Trace) -> StepGraph:
     def step_at(scale: float) -> int:
         return _replayed_step(graph.with_cost_scale(scale), ranges) or 0
 
+    if abs(step_at(1.0) - target) <= tolerance * target:
+        return graph.with_cost_scale(1.0)
     low, high = 0.0, _MAX_COST_SCALE
     if step_at(low) <= target:  # even with no cost taken out the replay is not slower
         return graph.with_cost_scale(low)

@@ -1,6 +1,7 @@
 """Time the before/after pairs of workloads.py unprofiled, the two sides in alternating processes.
 
     python3 tests/data/time_small_pairs.py --out small_pairs.json [--rounds 2] [--budget-s 400]
+        [--only RULE,RULE] [--profiled shapes|stack]
 
 A workload call includes its set-up (tensors made, a model built, DataLoader workers started),
 whose time varies from call to call by more than some fixes gain per step (pinning 256 MiB
@@ -51,18 +52,29 @@ def call(steps):
     torch.cuda.synchronize()
     return time.perf_counter() - t
 
+profiled = {profiled!r}
+if profiled:  # the profiler records every call below, as its traces were recorded; no export
+    from torch.profiler import ProfilerActivity, profile
+    prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True,
+                   with_stack=profiled == "stack")
+    prof.start()
+
 call(n)
 call({k} * n)
 short, long = [], []
 for _ in range({repeats}):
     short.append(call(n))
     long.append(call({k} * n))
+if profiled:
+    prof.stop()
 print("BENCH " + json.dumps({{"steps": n, "k": {k}, "short_s": short, "long_s": long}}))
 """
 
 
-def one_side(name: str, k: int, repeats: int, timeout: float) -> dict | None:
-    code = _ONE_SIDE.format(here=str(HERE), name=name, k=k, repeats=repeats)
+def one_side(
+    name: str, k: int, repeats: int, timeout: float, profiled: str | None = None
+) -> dict | None:
+    code = _ONE_SIDE.format(here=str(HERE), name=name, k=k, repeats=repeats, profiled=profiled)
     try:
         done = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout
@@ -88,15 +100,26 @@ def main() -> int:
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--budget-s", type=float, default=400)
     parser.add_argument("--timeout", type=float, default=120)
+    parser.add_argument("--only", default="", help="comma-separated rules (default: every pair)")
+    parser.add_argument(
+        "--profiled",
+        choices=["shapes", "stack"],
+        help="time under the profiler (shapes, or shapes and stacks as the traces were recorded)",
+    )
     args = parser.parse_args()
+    only = set(filter(None, args.only.split(",")))
     started = time.perf_counter()
-    results = [{"rule": r, "before": b, "after": a, "runs": {b: [], a: []}} for r, b, a in PAIRS]
+    results = [
+        {"rule": r, "before": b, "after": a, "runs": {b: [], a: []}}
+        for r, b, a in PAIRS
+        if not only or r in only
+    ]
     for round_ in range(args.rounds):
         for entry in results:
             if time.perf_counter() - started > args.budget_s:
                 break
             for side in (entry["before"], entry["after"]):
-                run = one_side(side, args.k, args.repeats, args.timeout)
+                run = one_side(side, args.k, args.repeats, args.timeout, args.profiled)
                 if run:
                     entry["runs"][side].append(run)
             Path(args.out).write_text(json.dumps({"pairs": results}, indent=1))

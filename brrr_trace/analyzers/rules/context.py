@@ -88,7 +88,11 @@ class RuleContext:
             graph = build_graph(
                 self.trace, self.ops, self.locator, self.timeline.blocking_rows, self.options
             )
-            self._graph = calibrated(graph.as_loop(profiler_steps(self.trace)), self.trace)
+            self._graph = calibrated(
+                graph.as_loop(profiler_steps(self.trace)),
+                self.trace,
+                self.options.profiler_cost_calibration_tolerance,
+            )
         return self._graph
 
     def replayed(self, fix: Fix) -> tuple[int, dict[str, float | int | str]]:
