@@ -10,7 +10,7 @@ import pytest
 
 from brrr_trace.errors import NotATraceError
 from brrr_trace.traces import load, reader
-from tests.tracebuilder import frame, kernel, launch, write
+from tests.tracebuilder import frame, kernel, launch, op, write
 
 GOOD = [frame("train.py(3): step", 0.0, 100.0), launch(1.0, corr=1), kernel("k", 10.0, 5.0, corr=1)]
 
@@ -197,3 +197,30 @@ def test_big_file_is_read_in_runs_across_chunk_boundaries(tmp_path: Path, monkey
     result = load(write(tmp_path / "big.json", events, traceName="x"))
     assert len(result.trace.gpu) == 300 and not result.problems
     assert result.trace.metadata["traceName"] == "x"
+
+
+def test_ids_are_int32_and_times_int64(tmp_path: Path) -> None:
+    # The columns are alive through the whole analysis: ids (names, threads, values) fit in
+    # 32 bits, times need 64 (ns since the epoch).
+    events = [*GOOD, op("aten::mm", 2.0, 3.0, **{"Input Dims": [[2, 2]]})]
+    trace = load(write(tmp_path / "a.json", events)).trace
+    ids = [
+        trace.gpu.name,
+        trace.host_calls.thread,
+        trace.host_calls.name,
+        trace.cpu_ops.thread,
+        trace.cpu_ops.name,
+        trace.cpu_ops.input_dims,
+        trace.cpu_ops.input_types,
+        trace.cpu_ops.concrete_inputs,
+        trace.cpu_ops.call_stack,
+        trace.cpu_ops.collective,
+        trace.frames.thread,
+        trace.frames.name,
+        trace.gpu_annotations.name,
+    ]
+    assert {str(column.dtype) for column in ids} == {"int32"}
+    assert trace.strings[int(trace.cpu_ops.name[0])] == "aten::mm"
+    assert json.loads(trace.values[int(trace.cpu_ops.input_dims[0])]) == [[2, 2]]
+    times = [t.start_ns for t in (trace.gpu, trace.host_calls, trace.cpu_ops, trace.frames)]
+    assert {str(column.dtype) for column in times} == {"int64"}

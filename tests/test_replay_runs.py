@@ -12,7 +12,7 @@ import pytest
 
 from brrr_trace.analyzers import replay
 from brrr_trace.analyzers.intervals import NONE
-from brrr_trace.analyzers.replay import CALL_NS, Fix, StepGraph
+from brrr_trace.analyzers.replay import CALL_NS, Fix, Launches, StepGraph
 
 
 def graph(
@@ -32,20 +32,20 @@ def graph(
         event_of_op[list(ops)] = e
     return StepGraph(
         host_rows=np.arange(n),
-        start=list(range(first, first + n)),
-        own=own,
-        work=work,
+        start=np.arange(first, first + n, dtype=np.int64),
+        own=np.asarray(own, dtype=np.int64),
+        work=np.asarray(work, dtype=np.int64),
         gap_start=np.full(n, first, dtype=np.int64),
         event_start=np.full(n, first, dtype=np.int64),
         event_thread=np.zeros(n, dtype=np.int64),
-        blocks=blocks,
-        blocked=[0] * n,
-        launched=launched,
+        blocks=np.asarray(blocks, dtype=bool),
+        blocked=np.zeros(n, dtype=np.int64),
+        launched=Launches.of(launched),
         event_of_op=event_of_op,
-        stream=stream,
-        duration=duration,
-        latency=latency,
-        others=sorted(others),
+        stream=np.asarray(stream, dtype=np.int64),
+        duration=np.asarray(duration, dtype=np.int64),
+        latency=np.asarray(latency, dtype=np.int64),
+        others=np.asarray(sorted(others), dtype=np.int64).reshape(-1, 3),
     )
 
 
@@ -156,3 +156,14 @@ def test_the_loop_replays_graphs_with_cross_stream_waits_or_frequent_blocking() 
     assert replay._Runs.of(g) is None  # 4 events, one blocking call: runs of 2
     g.after = {1: 0}
     assert replay._Runs.of(g) is None
+
+
+def test_launches_are_one_ragged_array_per_graph() -> None:
+    launches = Launches.of([(4, 7), (), (2,), (0, 1, 3)])
+    assert len(launches) == 4
+    assert [launches[e] for e in range(4)] == [(4, 7), (), (2,), (0, 1, 3)]
+    assert launches.counts().tolist() == [2, 0, 1, 3]
+    # Events left out of a pass launch nothing; the others keep their ops, in order.
+    gone = launches.without(np.array([True, False, False, True]))
+    assert [gone[e] for e in range(4)] == [(), (), (2,), ()]
+    assert launches.without(np.zeros(4, dtype=bool)) is launches

@@ -375,11 +375,16 @@ class Locator:
             c = np.flatnonzero((cpu.thread == thread) & ~cpu.annotation)
             start = np.concatenate([frames.start_ns[f], cpu.start_ns[c]])
             end = np.concatenate([frames.end_ns[f], cpu.end_ns[c]])
-            row = np.concatenate([f, c])
-            is_frame = np.concatenate([np.ones(len(f), bool), np.zeros(len(c), bool)])
-            # Frames before ops on a tie: a built-in frame wraps the op it calls.
-            order = np.lexsort((~is_frame, -end, start))
-            found = (start[order], end[order], row[order], is_frame[order])
+            # Frames before ops on a tie: a built-in frame wraps the op it calls. The frames
+            # come first, so a stable order by start, then the longer first, puts them there.
+            order = np.lexsort((np.negative(end), start))
+            # Each column in order as soon as it is made: the thread's longest table (a main
+            # thread with millions of frames) is held twice one column at a time, not whole.
+            start = start[order]
+            end = end[order]
+            is_frame = order < len(f)
+            row = np.concatenate([f, c])[order]
+            found = (start, end, row, is_frame)
             self._thread_events[thread] = found
         return found
 
@@ -494,12 +499,12 @@ class Locator:
         if found is None:
             trace = self.trace
             cpu = trace.cpu_ops
-            frames = np.sort(trace.frames.start_ns[trace.frames.thread == thread])
-            ops = np.sort(cpu.start_ns[(cpu.thread == thread) & ~cpu.annotation])
-            calls = np.sort(trace.host_calls.start_ns[trace.host_calls.thread == thread])
-            markers = np.sort(
-                cpu.start_ns[self._marker_rows][cpu.thread[self._marker_rows] == thread]
-            )
+            frames = trace.frames.start_ns[trace.frames.thread == thread]
+            ops = cpu.start_ns[(cpu.thread == thread) & ~cpu.annotation]
+            calls = trace.host_calls.start_ns[trace.host_calls.thread == thread]
+            markers = cpu.start_ns[self._marker_rows][cpu.thread[self._marker_rows] == thread]
+            for times in (frames, ops, calls, markers):
+                times.sort()  # in place: each is a copy already
             found = (frames, ops, calls, markers)
             self._traced[thread] = found
         return found
@@ -641,11 +646,10 @@ class Locator:
             frames, cpu = self.trace.frames, self.trace.cpu_ops
             mine = frames.thread == thread
             ops = (cpu.thread == thread) & ~cpu.annotation
-            found = np.sort(
-                np.concatenate(
-                    (frames.start_ns[mine], frames.end_ns[mine], cpu.start_ns[ops], cpu.end_ns[ops])
-                )
+            found = np.concatenate(
+                (frames.start_ns[mine], frames.end_ns[mine], cpu.start_ns[ops], cpu.end_ns[ops])
             )
+            found.sort()  # in place: the main thread's edges are tens of MB
             if len(found):  # np.unique hashes: slower than a sort and a compare here
                 found = found[np.concatenate(([True], found[1:] != found[:-1]))]
             self._edges[thread] = found

@@ -41,6 +41,7 @@ def attribute_ops(trace: Trace, locator: Locator) -> OpAttribution:
     ops = Innermost(cpu.thread, cpu.start_ns, cpu.end_ns)
     cpu_op = np.full(n, NONE, dtype=np.int64)
     cpu_op[has] = ops.at_many(thread[has], t[has])
+    del ops  # its segments (tens of MB on a long trace) are not needed for the lines
 
     line = np.full(n, NONE, dtype=np.int64)
     backward = np.zeros(n, dtype=bool)

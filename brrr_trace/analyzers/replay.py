@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -91,11 +92,50 @@ class Fix:
 
     def touched_ns(self, graph: StepGraph) -> int:
         """The most the fix can save: the host work, waiting and GPU time it takes away."""
-        host = sum(self.host_saved.values())
-        waits = sum(int(graph.blocked[e]) for e in self.unblocked)
-        gpu = sum(max(0, graph.duration[r] - d) for r, d in self.durations.items())
-        calls = sum(max(0, graph.own[e] - ns) for e, ns in self.own.items())
-        return host + waits + gpu + calls
+        host = int(sum(self.host_saved.values()))
+        waits = int(graph.blocked[list(self.unblocked)].sum()) if self.unblocked else 0
+        return host + waits + _cut_ns(graph.duration, self.durations) + _cut_ns(graph.own, self.own)
+
+
+def _cut_ns(times: np.ndarray, new_ns: dict[int, int]) -> int:
+    """How much shorter the given rows become, summed (a longer row adds nothing)."""
+    if not new_ns:
+        return 0
+    rows = np.fromiter(new_ns, dtype=np.int64, count=len(new_ns))
+    shorter = times[rows] - np.fromiter(new_ns.values(), dtype=np.int64, count=len(rows))
+    return int(np.maximum(shorter, 0).sum())
+
+
+@dataclass(frozen=True)
+class Launches:
+    """The GPU op rows each event launched, ragged: event ``e``'s are
+    ``rows[first[e]:first[e + 1]]``, in row order."""
+
+    rows: np.ndarray
+    first: np.ndarray  # per event, and one more: where its rows begin
+
+    @staticmethod
+    def of(groups: list[tuple[int, ...]]) -> Launches:
+        counts = np.fromiter((len(g) for g in groups), dtype=np.int64, count=len(groups))
+        rows = np.fromiter((r for g in groups for r in g), dtype=np.int64, count=int(counts.sum()))
+        return Launches(rows, np.concatenate(([0], np.cumsum(counts))))
+
+    def __len__(self) -> int:
+        return len(self.first) - 1
+
+    def __getitem__(self, event: int) -> tuple[int, ...]:
+        return tuple(self.rows[self.first[event] : self.first[event + 1]].tolist())
+
+    def counts(self) -> np.ndarray:
+        return np.diff(self.first)
+
+    def without(self, events: np.ndarray) -> Launches:
+        """The same with nothing launched by these events (a mask over the events)."""
+        if not events.any():
+            return self
+        keep = np.repeat(~events, self.counts())
+        counts = np.where(events, 0, self.counts())
+        return Launches(self.rows[keep], np.concatenate(([0], np.cumsum(counts))))
 
 
 @dataclass
@@ -103,20 +143,20 @@ class StepGraph:
     """The replayable graph of a trace: the host program and the GPU ops it launches."""
 
     host_rows: np.ndarray  # per event: its host call row, in replay order
-    start: list[int]  # per event: host start, call's own ns, host work before it
-    own: list[int]
-    work: list[int]
+    start: np.ndarray  # per event: host start, call's own ns, host work before it
+    own: np.ndarray
+    work: np.ndarray
     gap_start: np.ndarray  # where each event's host work began (the previous call's return)
     event_start: np.ndarray
     event_thread: np.ndarray
-    blocks: list[bool]
-    blocked: list[int]  # how long each blocking call held the host in the trace
-    launched: list[tuple[int, ...]]  # GPU op rows each event launched
+    blocks: np.ndarray  # per event: True for a blocking call
+    blocked: np.ndarray  # how long each blocking call held the host in the trace
+    launched: Launches  # GPU op rows each event launched
     event_of_op: np.ndarray  # per GPU op: the event that launched it, NONE
-    stream: list[int]
-    duration: list[int]
-    latency: list[int]
-    others: list[tuple[int, int, int]]  # (start, end, stream) of ops launched outside
+    stream: np.ndarray  # per GPU op
+    duration: np.ndarray
+    latency: np.ndarray
+    others: np.ndarray  # (start, end, stream) of ops launched outside, by start: (k, 3)
     # GPU op -> the op on another stream it waited for in the trace (collectives only)
     after: dict[int, int] = field(default_factory=dict)
     fixed_ends: dict[int, int] = field(default_factory=dict)  # such an op, not launched: its end
@@ -136,9 +176,14 @@ class StepGraph:
     # The graph as arrays for ``_replay_runs``, built on first use (None after: the loop's).
     _runs: _Runs | None = None
     _runs_built: bool = False
-    # Per host thread: its events (``host_work_inside``); the events are the same in every
-    # graph ``replace`` makes of this one.
+    # The graph as lists for the event loop of ``_replay``, built on first use.
+    _lists: _Lists | None = None
+    # What depends on the launches and GPU ops alone, built on first use: the same in every
+    # graph ``with_cost_scale`` makes of this one (``as_loop`` starts anew). Per host thread
+    # its events (``host_work_inside``); the ops in launch order (``_Runs``); the ops as lists
+    # (``_Lists``).
     _thread_events: dict[int, np.ndarray] = field(default_factory=dict)
+    _shared: dict[str, Any] = field(default_factory=dict)
 
     def with_cost_scale(self, scale: float) -> StepGraph:
         """The same graph with the profiler's estimated cost multiplied by ``scale``."""
@@ -154,12 +199,13 @@ class StepGraph:
         ).astype(np.int64)
         return replace(
             self,
-            work=work.tolist(),
-            own=own.tolist(),
+            work=work,
+            own=own,
             cost_scale=scale,
             _base=None,
             _runs=None,
             _runs_built=False,
+            _lists=None,
         )
 
     def as_loop(self, steps: list[tuple[int, int]]) -> StepGraph:
@@ -170,19 +216,15 @@ class StepGraph:
             return self
         begins = np.asarray([a for a, _ in steps], dtype=np.int64)
         ends = np.asarray([b for _, b in steps], dtype=np.int64)
-        at = np.asarray(self.start, dtype=np.int64)
+        at = self.start
         k = np.searchsorted(begins, at, side="right") - 1
         inside = (k >= 0) & (at < ends[np.maximum(k, 0)])
-        outside = [b and not i for b, i in zip(self.blocks, inside.tolist(), strict=True)]
-        blocks = [b and not o for b, o in zip(self.blocks, outside, strict=True)]
+        outside = self.blocks & ~inside
+        blocks = self.blocks & ~outside
         # Such a call's time in the trace was its waiting: as a plain call it costs little
         # (also once the profiler's cost is scaled, which recomputes ``own`` from ``call_ns``).
-        own = [CALL_NS if o else ns for ns, o in zip(self.own, outside, strict=True)]
-        call_ns = (
-            np.where(np.asarray(outside, dtype=bool), CALL_NS, self.call_ns)
-            if self.call_ns is not None
-            else None
-        )
+        own = np.where(outside, CALL_NS, self.own)
+        call_ns = np.where(outside, CALL_NS, self.call_ns) if self.call_ns is not None else None
         # What the host did before the first step and after the last (the profiler starting
         # and stopping) is no part of a pass. A pass is the steps: from the first step's start
         # to its first event, and from the last event's return to the last step's end, which
@@ -190,14 +232,13 @@ class StepGraph:
         edge = (at < begins[0]) | (at >= ends[-1])
         if edge.all():  # no host event in the steps: nothing to make a pass of
             edge[:] = False
-        work, launched = list(self.work), list(self.launched)
+        work = np.where(edge, 0, self.work)
+        own[edge] = 0
+        launched = self.launched.without(edge)
         cost_before = self.cost_ns
-        gap_ns = self.gap_ns.copy() if self.gap_ns is not None else None
-        cost_ns = cost_before.copy() if cost_before is not None else None
-        for e in np.flatnonzero(edge).tolist():
-            work[e], own[e], launched[e] = 0, 0, ()
-            if gap_ns is not None and cost_ns is not None:
-                gap_ns[e] = cost_ns[e] = 0
+        gap_ns, cost_ns = self.gap_ns, cost_before
+        if gap_ns is not None and cost_ns is not None:
+            gap_ns, cost_ns = np.where(edge, 0, gap_ns), np.where(edge, 0, cost_ns)
         if call_ns is not None:
             call_ns = np.where(edge, 0, call_ns)
         steps_events = np.flatnonzero(~edge)
@@ -231,11 +272,13 @@ class StepGraph:
             _base_period=None,
             _runs=None,
             _runs_built=False,
+            _lists=None,
+            _shared={},
         )
 
     def saving(self, fix: Fix) -> int:
         """ns the fix saves over the whole replay, at most what it takes away."""
-        if not self.start:
+        if not len(self.start):
             return 0
         most = fix.touched_ns(self)
         if most <= 0:
@@ -301,7 +344,7 @@ class StepGraph:
         a, b = self.gap_start[mine], self.event_start[mine]
         overlap = covered_until(np.maximum(a, b)) - covered_until(a)
         gap = np.maximum(b - a, 1)
-        work = np.asarray([self.work[e] for e in mine.tolist()])
+        work = self.work[mine]
         share = (overlap * work // gap).astype(np.int64)
         return {int(e): int(s) for e, s in zip(mine.tolist(), share.tolist(), strict=True) if s}
 
@@ -324,15 +367,16 @@ class StepGraph:
                 return _replay_runs(runs, fix, passes, pass_ends)
         # The hot loop of the rules (one replay per finding): names bound locally, the
         # comparisons written out, and the per-op checks a fix or graph does not need left out.
-        stream, latency = self.stream, self.latency
-        duration = self.duration
+        lists = self._lists_of_graph()
+        stream, latency = lists.stream, lists.latency
+        duration = lists.duration
         removed: dict[int, int] | set[int] = {}
         if fix.durations:
             duration = list(duration)
             for row, ns in fix.durations.items():
                 duration[row] = ns
             removed = {row for row, ns in fix.durations.items() if ns <= 0}
-        others = self.others
+        others = lists.others
         n_others = len(others)
         other_k = 0
         stream_free: dict[int, int] = {}
@@ -340,18 +384,19 @@ class StepGraph:
         clock = int(self.gap_start[0])
         finish = max((end for _, end, _ in others), default=0)
         queued_end = 0
-        saved = fix.host_saved
+        # A rule may hand in the graph's own numpy ints: the loop's sums stay Python ints.
+        saved = {e: int(ns) for e, ns in fix.host_saved.items()}
         after = self.after
         waited_for = set(after.values())
         ends = dict(self.fixed_ends)
         own_fix, unblocked = fix.own, fix.unblocked
-        work, blocks, own = self.work, self.blocks, self.own
+        work, blocks, own = lists.work, lists.blocks, lists.own
         batches = fix.batches
         load_ns = batches.load_ns if batches is not None else {}
         worker_free: list[int] = [clock] * (batches.workers if batches is not None else 0)
         taken: list[int] = []  # when the host took each batch
         in_flight = batches.prefetch * batches.workers if batches is not None else 0
-        launched = self.launched
+        launched = lists.launched
         n = len(launched)
         for k in range(n * passes):
             i = k % n
@@ -419,6 +464,51 @@ class StepGraph:
             self._runs_built = True
         return self._runs
 
+    def _lists_of_graph(self) -> _Lists:
+        """The graph as lists for the event loop (indexing a list is what the loop does per op:
+        several times faster than indexing an array)."""
+        if self._lists is None:
+            ops = self._shared.get("lists")
+            if ops is None:
+                ops = self._shared["lists"] = (
+                    self.stream.tolist(),
+                    self.latency.tolist(),
+                    self.duration.tolist(),
+                    _groups(self.launched),
+                    [tuple(o) for o in self.others.tolist()],
+                )
+            stream, latency, duration, launched, others = ops
+            self._lists = _Lists(
+                work=self.work.tolist(),
+                own=self.own.tolist(),
+                blocks=self.blocks.tolist(),
+                launched=launched,
+                stream=stream,
+                latency=latency,
+                duration=duration,
+                others=others,
+            )
+        return self._lists
+
+
+def _groups(launched: Launches) -> list[tuple[int, ...]]:
+    rows = launched.rows.tolist()
+    return [tuple(rows[a:b]) for a, b in itertools.pairwise(launched.first.tolist())]
+
+
+@dataclass(frozen=True)
+class _Lists:
+    """A graph as lists, for the event loop."""
+
+    work: list[int]
+    own: list[int]
+    blocks: list[bool]
+    launched: list[tuple[int, ...]]
+    stream: list[int]
+    latency: list[int]
+    duration: list[int]
+    others: list[tuple[int, int, int]]
+
 
 def build_graph(
     trace: Trace,
@@ -429,12 +519,8 @@ def build_graph(
 ) -> StepGraph:
     host, gpu = trace.host_calls, trace.gpu
     has = np.flatnonzero(ops.launch != NONE)
-    by_call = has[np.argsort(ops.launch[has], kind="stable")]
-    calls, first = np.unique(ops.launch[by_call], return_index=True)
-    groups = np.split(by_call, first[1:]) if len(by_call) else []
-    launched = dict(zip(calls.tolist(), (tuple(g.tolist()) for g in groups), strict=True))
-    blocking = set(blocking_rows.tolist())
-    rows = np.asarray(sorted(set(launched) | blocking), dtype=np.int64)
+    calls = distinct(ops.launch[has])
+    rows = distinct(np.concatenate((calls, blocking_rows.astype(np.int64, copy=False))))
     rows = rows[np.lexsort((rows, host.start_ns[rows]))] if len(rows) else rows
     starts, ends = host.start_ns[rows], host.end_ns[rows]
     threads = host.thread[rows]
@@ -446,7 +532,7 @@ def build_graph(
     cost = locator.profiler_cost_between(threads, prev, gap_end) if len(rows) else prev
     gap_ns = gap_end - prev
     work = np.maximum(0, gap_ns - cost)
-    is_blocking = member(rows, list(blocking))
+    is_blocking = member(rows, blocking_rows)
     # A launch call's time in the trace includes the profiler's callback around it.
     names = distinct(host.name[rows])
     launch_names = names[[("aunch" in trace.strings[n]) for n in names.tolist()]]
@@ -456,11 +542,13 @@ def build_graph(
         np.maximum(ends - starts - options.profiler_cost_per_launch_ns, _MIN_LAUNCH_NS),
         ends - starts,
     )
+    # Each launched op's event: the place of its launch call among the events.
     event_of_op = np.full(len(gpu), NONE, dtype=np.int64)
-    launched_rows = [launched.get(int(r), ()) for r in rows.tolist()]
-    for i, opr in enumerate(launched_rows):
-        if opr:
-            event_of_op[list(opr)] = i
+    by_row = np.argsort(rows, kind="stable")
+    event_of_op[has] = by_row[np.searchsorted(rows[by_row], ops.launch[has])]
+    by_event = has[np.argsort(event_of_op[has], kind="stable")]
+    counts = np.bincount(event_of_op[has], minlength=len(rows))
+    launched = Launches(by_event, np.concatenate(([0], np.cumsum(counts))).astype(np.int64))
     fixed = np.flatnonzero(event_of_op == NONE)
     fixed = fixed[np.argsort(gpu.start_ns[fixed], kind="stable")]
     end_of_trace = int(
@@ -478,27 +566,20 @@ def build_graph(
         after=after,
         fixed_ends={y: int(gpu.end_ns[y]) for y in set(after.values()) if not launched_ops[y]},
         host_rows=rows,
-        start=starts.tolist(),
-        own=own.tolist(),
-        work=work.tolist(),
+        start=starts,
+        own=own,
+        work=work,
         gap_start=prev,
         event_start=gap_end,
         event_thread=threads,
-        blocks=is_blocking.tolist(),
-        blocked=np.where(is_blocking, ends - starts, 0).tolist(),
-        launched=launched_rows,
+        blocks=is_blocking,
+        blocked=np.where(is_blocking, ends - starts, 0),
+        launched=launched,
         event_of_op=event_of_op,
-        stream=gpu.stream.tolist(),
-        duration=(gpu.end_ns - gpu.start_ns).tolist(),
-        latency=_latencies(trace, ops).tolist(),
-        others=list(
-            zip(
-                gpu.start_ns[fixed].tolist(),
-                gpu.end_ns[fixed].tolist(),
-                gpu.stream[fixed].tolist(),
-                strict=True,
-            )
-        ),
+        stream=gpu.stream,
+        duration=gpu.end_ns - gpu.start_ns,
+        latency=_latencies(trace, ops),
+        others=np.stack((gpu.start_ns[fixed], gpu.end_ns[fixed], gpu.stream[fixed]), axis=1),
         gap_ns=gap_ns,
         cost_ns=cost,
         call_ns=ends - starts,
@@ -611,41 +692,51 @@ class _Runs:
     @staticmethod
     def of(graph: StepGraph) -> _Runs | None:
         n = len(graph.launched)
-        if graph.after or not n or n < _MIN_EVENTS_PER_RUN * (sum(graph.blocks) + 1):
+        blocking = int(np.count_nonzero(graph.blocks))
+        if graph.after or not n or n < _MIN_EVENTS_PER_RUN * (blocking + 1):
             return None
-        counts = np.fromiter((len(ops) for ops in graph.launched), dtype=np.int64, count=n)
-        rows = np.fromiter(
-            (row for ops in graph.launched for row in ops), dtype=np.int64, count=int(counts.sum())
-        )
-        stream = np.asarray(graph.stream, dtype=np.int64)
-        latency = np.asarray(graph.latency, dtype=np.int64)
-        duration = np.asarray(graph.duration, dtype=np.int64)
-        others = np.asarray(graph.others, dtype=np.int64).reshape(-1, 3)
-        times = [np.asarray(graph.work), np.asarray(graph.own), others[:, :2], duration]
+        others = graph.others
+        times = [graph.work, graph.own, others[:, :2], graph.duration]
         largest = max(
             [abs(int(graph.gap_start[0]))] + [int(np.abs(t).max(initial=0)) for t in times]
         )
         if largest >= _MAX_VECTOR_NS:
             return None
-        entry_of_row = np.full(len(duration), NONE, dtype=np.int64)
-        entry_of_row[rows] = np.arange(len(rows))
+        entries = graph._shared.get("entries")
+        if entries is None:  # the same for every cost scale: made once, shared
+            rows = graph.launched.rows
+            entry_of_row = np.full(len(graph.duration), NONE, dtype=np.int64)
+            entry_of_row[rows] = np.arange(len(rows))
+            entries = graph._shared["entries"] = (
+                rows,
+                np.repeat(np.arange(n), graph.launched.counts()),
+                graph.stream[rows],
+                graph.latency[rows],
+                graph.duration[rows],
+                entry_of_row,
+                graph.launched.first,
+                others[:, 0].copy(),
+                others[:, 1].copy(),
+                others[:, 2].copy(),
+            )
+        row, event, stream, latency, duration, of_row, first, o_start, o_end, o_stream = entries
         return _Runs(
             n=n,
             first_clock=int(graph.gap_start[0]),
-            work=np.asarray(graph.work, dtype=np.int64),
-            own=np.asarray(graph.own, dtype=np.int64),
-            blocks=np.asarray(graph.blocks, dtype=bool),
-            entry_row=rows,
-            entry_event=np.repeat(np.arange(n), counts),
-            entry_stream=stream[rows],
-            entry_latency=latency[rows],
-            entry_duration=duration[rows],
-            entry_of_row=entry_of_row,
-            event_entries=np.concatenate(([0], np.cumsum(counts))),
-            other_start=others[:, 0].copy(),
-            other_end=others[:, 1].copy(),
-            other_stream=others[:, 2].copy(),
-            finish=int(others[:, 1].max(initial=0)),
+            work=graph.work,
+            own=graph.own,
+            blocks=graph.blocks,
+            entry_row=row,
+            entry_event=event,
+            entry_stream=stream,
+            entry_latency=latency,
+            entry_duration=duration,
+            entry_of_row=of_row,
+            event_entries=first,
+            other_start=o_start,
+            other_end=o_end,
+            other_stream=o_stream,
+            finish=int(o_end.max(initial=0)),
         )
 
 

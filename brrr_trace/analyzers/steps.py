@@ -112,7 +112,7 @@ def calibrated(graph: StepGraph, trace: Trace, tolerance: float = 0.0) -> StepGr
     (and a GPU fix look as if it saved little)."""
     target = recorded_unprofiled_step(trace)
     ranges = profiler_steps(trace)
-    if target is None or not ranges or not graph.start:
+    if target is None or not ranges or not len(graph.start):
         return graph
 
     def step_at(scale: float) -> int:

@@ -68,7 +68,7 @@ class RuleContext:
         steps (``brrr-trace record``) or there is nothing to replay."""
         if self._bounds is None:
             graph = self.graph
-            if recorded_unprofiled_step(self.trace) is not None or not graph.start:
+            if recorded_unprofiled_step(self.trace) is not None or not len(graph.start):
                 self._bounds = ()
             else:
                 low, high = (
