@@ -167,3 +167,17 @@ def test_launches_are_one_ragged_array_per_graph() -> None:
     gone = launches.without(np.array([True, False, False, True]))
     assert [gone[e] for e in range(4)] == [(), (), (2,), ()]
     assert launches.without(np.zeros(4, dtype=bool)) is launches
+
+
+def test_a_cost_scaled_graph_replays_its_own_baseline() -> None:
+    # One pass: 100 ns of host work (60 of them the profiler's) before a launch of a 10 ns op,
+    # which blocks nothing. With the cost taken out once (scale 1) the pass takes 40 + 1 (own
+    # time) ns; with none taken out (scale 0), 100 + 1. The scaled graph's baseline is its own,
+    # even when the graph it was made from already replayed one.
+    g = graph(work=[40], own=[1], blocks=[False], launched=[(0,)], stream=[7], duration=[10],
+              latency=[0])  # fmt: skip
+    g.gap_ns, g.cost_ns = np.asarray([100]), np.asarray([60])
+    g.call_ns, g.launch_cost_ns = np.asarray([1]), np.asarray([0])
+    g.periodic = True
+    assert g.period() == 41
+    assert g.with_cost_scale(0.0).period() == 101

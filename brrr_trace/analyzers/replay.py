@@ -203,6 +203,7 @@ class StepGraph:
             own=own,
             cost_scale=scale,
             _base=None,
+            _base_period=None,
             _runs=None,
             _runs_built=False,
             _lists=None,
