@@ -59,11 +59,11 @@ class Point:
     def replayed_ns(self, options: AnalysisOptions) -> float:
         ctx = self.context
         ctx.locator.options = options  # the cost of what it traced comes from these
-        ctx.locator._traced.clear()
+        ctx.locator.let_go(traced=True)
         graph = build_graph(ctx.trace, ctx.ops, ctx.locator, ctx.timeline.blocking_rows, options)
         if self.steps:
             return graph.as_loop(self.steps).period() / len(self.steps)
-        first = min(graph.start) if graph.start else 0
+        first = int(graph.start.min()) if len(graph.start) else 0
         return graph._baseline() - first
 
 

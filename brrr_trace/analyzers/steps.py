@@ -118,8 +118,9 @@ def calibrated(graph: StepGraph, trace: Trace, tolerance: float = 0.0) -> StepGr
     def step_at(scale: float) -> int:
         return _replayed_step(graph.with_cost_scale(scale), ranges) or 0
 
-    if abs(step_at(1.0) - target) <= tolerance * target:
-        return graph.with_cost_scale(1.0)
+    at_model = graph.with_cost_scale(1.0)  # returned as it is, with the period it replayed
+    if abs((_replayed_step(at_model, ranges) or 0) - target) <= tolerance * target:
+        return at_model
     low, high = 0.0, _MAX_COST_SCALE
     if step_at(low) <= target:  # even with no cost taken out the replay is not slower
         return graph.with_cost_scale(low)

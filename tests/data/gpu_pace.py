@@ -23,9 +23,6 @@ from pathlib import Path
 
 import torch
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
 
 def run(fixed: bool, iterations: int) -> dict:
     device = torch.device("cuda")
