@@ -79,6 +79,14 @@ class AnalysisOptions:
     # on the H200 (tests/data/realcode/h200/gpt_small{,.after-fused-adamw}.json.gz, torch 2.11):
     # the foreach step's 46 kernels took 1221 µs, the fused step's 10 took 416 µs.
     fused_share_of_foreach_traffic: float = 0.34
+    # A GEMM moved onto tensor cores takes its FLOPs at this share of the unit's peak plus a
+    # fixed time a kernel (launch, ramp-up, tail). Measured on the H200, FP32 -> TF32, torch
+    # 2.11: the 1.1 PFLOP GEMMs of tests/data/h200/fp32_matmul{,_tf32} reach 0.83 of the TF32
+    # peak; GPT small's (realcode/h200/gpt_small{,.after-tf32}) take 14.6 µs at 1.1 and at
+    # 2.1 GFLOP, 34 µs at 8.6 and 105 µs at 34 (0.15 to 0.66 of the peak); the peak ratio
+    # alone put them at 4.2 to 95 µs and the whole step's GEMMs at 2.6 ms for 4.5 measured.
+    tensor_core_efficiency: float = 0.8
+    matrix_kernel_latency_ns: int = 12_000
     # Savings replays (each replays the host thread twice): for this many lines at most.
     max_replayed_lines: int = 8
     short_kernel_ns: int = 10_000  # median kernel below this: launch-bound territory

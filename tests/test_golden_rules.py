@@ -1,5 +1,5 @@
-"""small-grid and exposed-communication on tiny synthetic traces: each rule firing, with its
-whole finding, and quiet where its condition does not hold. One screen per case."""
+"""small-grid, exposed-communication and fp32-matmul on tiny synthetic traces: each rule
+firing, with its whole finding, and quiet where its condition does not hold. One screen per case."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from brrr_trace.pipeline import analyze
 from brrr_trace.render.json import to_dict
 from brrr_trace.report import Finding, RuleSaving
-from tests.tracebuilder import frame, kernel, launch, write
+from tests.tracebuilder import frame, kernel, launch, op, write
 
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
 ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"
@@ -175,4 +175,32 @@ def test_attention_on_one_line_is_found_among_that_lines_own_kernels(tmp_path: P
         "kernels": 3,
         "flops": 0,
         "replayed": "the matmuls and the softmax as one fused kernel",
+    }
+
+
+SGEMM = "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4"
+
+
+def test_fp32_gemms_on_tensor_cores_take_their_flops_at_a_reachable_rate(tmp_path: Path) -> None:
+    # Ten 50 µs FP32 GEMMs back to back on the GPU, five of them 1024³ (2.147 GFLOP, from their
+    # op's shapes). On TF32 tensor cores those take 2.147e9 / (0.8 × 494.7 TFLOP/s) = 5.4 µs
+    # plus 12 µs a kernel: 32.6 µs saved each. The five of unknown FLOPs keep the peak ratio
+    # (67 / 494.7 = 0.135: 6.8 µs), 43.2 µs saved each. 5 × 32.6 + 5 × 43.2 = 379 µs; the peak
+    # ratio for all ten said 432 µs.
+    events = [frame("train.py(3): step", 0.0, 700.0)]
+    for corr in range(1, 11):
+        t = 10.0 * corr
+        known = {"Input Dims": [[1024, 1024]] * 2, "Input type": ["float"] * 2}
+        shapes = known if corr <= 5 else {}
+        events += [
+            op("aten::mm", t, 8.0, **shapes),
+            launch(t + 2.0, corr),
+            kernel(SGEMM, 100.0 + 50.0 * (corr - 1), 50.0, corr),
+        ]
+    (finding,) = findings(write(tmp_path / "t.json", events), "fp32-matmul")
+    assert finding.est_savings_ns == 379_015
+    assert finding.evidence == {
+        "kernels": 10,
+        "fp32_tflops": 67.0,
+        "replayed": "the FP32 matrix kernels on TF32 tensor cores",
     }

@@ -1,11 +1,15 @@
 """fp32-matmul: FP32 GEMMs and convolutions on CUDA cores where TF32 tensor cores exist.
 
-Why it costs: the tensor cores are several times faster. The saving: the replay with those
-kernels scaled by the FP32/TF32 peak ratio.
+Why it costs: the tensor cores are several times faster. The saving: the replay with each of
+those kernels taking its FLOPs at the share of the TF32 peak that real GEMMs reach, plus a
+kernel's fixed time (``AnalysisOptions.tensor_core_efficiency``, ``matrix_kernel_latency_ns``),
+never longer than it took; a kernel whose FLOPs are unknown is scaled by the FP32/TF32 peak
+ratio. The ratio alone made small GEMMs as fast as the peak allows, which they are not.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -36,7 +40,7 @@ def fp32_matmul(ctx: RuleContext) -> Iterator[RawFinding]:
             continue
         fix = Fix(
             "the FP32 matrix kernels on TF32 tensor cores",
-            durations={r: int(ctx.graph.duration[r] * ratio) for r in rows},
+            durations=_on_tensor_cores(ctx, rows, ratio),
         )
         saving, evidence = ctx.replayed(fix)
         if not ctx.worth_it(saving):
@@ -51,3 +55,19 @@ def fp32_matmul(ctx: RuleContext) -> Iterator[RawFinding]:
             'region under torch.autocast("cuda", dtype=torch.bfloat16).',
             {"kernels": len(rows), "fp32_tflops": peak.simt_tflops.fp32, **evidence},
         )
+
+
+def _on_tensor_cores(ctx: RuleContext, rows: list[int], ratio: float) -> dict[int, int]:
+    """Each kernel's time on TF32 tensor cores, ns."""
+    assert ctx.peak is not None and ctx.peak.tensor_tflops.tf32
+    rate = ctx.options.tensor_core_efficiency * ctx.peak.tensor_tflops.tf32 * 1e12
+    latency = ctx.options.matrix_kernel_latency_ns
+    times: dict[int, int] = {}
+    for row in rows:
+        took = int(ctx.graph.duration[row])
+        flops = float(ctx.classes.flops[row])
+        if math.isfinite(flops) and flops > 0:
+            times[row] = min(took, int(flops / rate * 1e9) + latency)
+        else:
+            times[row] = int(took * ratio)
+    return times
