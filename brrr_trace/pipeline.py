@@ -83,6 +83,13 @@ _RANGE_NOTE = (
     "program's steps unprofiled and calibrates on them."
 )
 
+_CALIBRATED_RANGE_NOTE = (
+    "A saving given as a range depends on the host's pace. The profiler's cost was calibrated "
+    "on the steps `brrr-trace record` timed unprofiled, and every scale of it from the range's "
+    "one end to the other replays those steps within {tolerance:.0%}: near the point where the "
+    "host and the GPU take equally long that measurement cannot pin the host's own pace down."
+)
+
 
 def analyze(
     source: str | os.PathLike[str] | Sequence[str],
@@ -622,7 +629,9 @@ def analyze_loaded(
     ]
     if any(units.saving_range(ns, bounds) for ns, bounds in ranged):
         notes.append(
-            _RANGE_NOTE.format(
+            _CALIBRATED_RANGE_NOTE.format(tolerance=options.profiler_cost_calibration_tolerance)
+            if steps is not None and steps.recorded_unprofiled_ns is not None
+            else _RANGE_NOTE.format(
                 low=options.profiler_cost_scale_low, high=options.profiler_cost_scale_high
             )
         )

@@ -129,7 +129,8 @@ class Finding:
     est_savings_per_step_ns: int | None = None  # with ProfilerStep ranges: the saving per step
     relative_path: str | None = None  # as LineReport.relative_path
     # The least and most the fix saves with the profiler's cost at either end of what real
-    # programs showed; None where it was calibrated on the program's own unprofiled steps.
+    # programs showed, or, calibrated on the program's own unprofiled steps, of the scales that
+    # replay them within the calibration's tolerance; None where there are no such ends.
     est_savings_range_ns: tuple[int, int] | None = None
 
 
@@ -166,7 +167,7 @@ class RuleSaving:
     findings: int
     est_savings_ns: int
     est_savings_per_step_ns: int | None = None
-    # [least, most] at either end of the profiler's cost, as a finding's; None when calibrated
+    # [least, most] at either end of the profiler's cost, as a finding's
     est_savings_range_ns: tuple[int, int] | None = None
 
 

@@ -86,6 +86,33 @@ def test_a_gpu_bound_step_keeps_the_models_cost_when_it_replays_the_timed_step(
     assert (steps.profiler_cost_scale, steps.replayed_ns) == (1.0, 190_000)
 
 
+SGEMM = "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4"
+
+
+def test_a_calibrated_saving_ranges_over_the_scales_that_replay_the_timed_step(
+    tmp_path: Path,
+) -> None:
+    # The GPU-bound trace above with an FP32 GEMM of 150 µs (FLOPs unknown: in TF32 it takes
+    # 150 x 67/494.7 = 20.3 µs), timed at 152 µs: scale 1 stays (150 µs replayed), and TF32
+    # saves 150 - 108.5 (the host's pace then) = 41.5 µs a step, 83 µs in all. Every scale from
+    # the one where the host takes 152 x 1.03 = 156.6 µs (0.5 + 198 - 90 s: s = 0.466) up to the
+    # bound, 4, replays the step within 3% of the timed one, and the saving over them runs from
+    # 0 (a host as slow as the GPU) to 2 x (150 - 20.3) = 259.4 µs (a host with no cost left).
+    events = [frame("train.py(1): loop", 0.0, 400.0)]
+    for k, t in enumerate((0.0, 200.0)):
+        events += [step(k + 1, t), launch(t, corr=k + 1), kernel(SGEMM, t + 5.0, 150.0, corr=k + 1)]
+        events += [frame("train.py(9): f", t + 10.0 + 3 * i, 2.0) for i in range(60)]
+    record = {"unprofiled_window": {"steps": 2, "ns": 304_000}}
+    report = analyze(write(tmp_path / "t.json", events, brrr_record=record))
+    assert report.steps is not None and report.steps.profiler_cost_scale == 1.0
+    (finding,) = report.findings
+    assert (finding.rule, finding.est_savings_ns) == ("fp32-matmul", 83_000)
+    assert finding.est_savings_range_ns == (0, 259_370)
+    (note,) = [n for n in report.notes if "saving given as a range" in n]
+    assert "calibrated on the steps `brrr-trace record` timed unprofiled" in note
+    assert "within 3%" in note
+
+
 def test_too_few_or_bad_recorded_steps_calibrate_nothing(tmp_path: Path) -> None:
     events = [frame("train.py(1): loop", 0.0, 400.0)]
     for k, t in enumerate((0.0, 200.0)):

@@ -135,6 +135,46 @@ def calibrated(graph: StepGraph, trace: Trace, tolerance: float = 0.0) -> StepGr
     return graph.with_cost_scale(round((low + high) / 2, 3))
 
 
+def calibration_band(
+    graph: StepGraph, trace: Trace, tolerance: float
+) -> tuple[float, float] | None:
+    """The least and the most profiler-cost scale whose replayed step lies within ``tolerance``
+    (a share) of the step the recorder timed; None without such a measurement.
+
+    Near the point where the host and the GPU take equally long, the replayed step changes
+    little with the scale while the host's own pace changes a lot (GPT small's recorded
+    trace: scales 1.2 to 2.0 replay 13.4-13.8 ms against 13.5 timed, their hosts 11.4 to
+    6.9 ms), so one calibrated scale is no more certain than this band."""
+    target = recorded_unprofiled_step(trace)
+    ranges = profiler_steps(trace)
+    if target is None or not ranges or not len(graph.start):
+        return None
+
+    def step_at(scale: float) -> int:
+        return _replayed_step(graph.with_cost_scale(scale), ranges) or 0
+
+    def least_scale_at_or_below(bound: float) -> float:
+        """The least scale whose replayed step takes at most ``bound`` (the step falls as the
+        scale grows)."""
+        if step_at(0.0) <= bound:
+            return 0.0
+        low, high = 0.0, _MAX_COST_SCALE
+        if step_at(high) > bound:
+            return high
+        for _ in range(_CALIBRATION_ROUNDS):
+            middle = (low + high) / 2
+            if step_at(middle) > bound:
+                low = middle
+            else:
+                high = middle
+        return round(high, 3)
+
+    return (
+        least_scale_at_or_below(target * (1 + tolerance)),
+        least_scale_at_or_below(target * (1 - tolerance) - 1),
+    )
+
+
 def _replayed_step(graph: StepGraph, ranges: list[tuple[int, int]]) -> int | None:
     """A step of the loop replayed without the profiler: its pass over the steps; None where
     no host event lies in the steps (the graph is the loop of these ranges, ``as_loop``)."""

@@ -75,7 +75,7 @@ def savings_by_rule(
     (one switch such as TF32 fixes every line): replayed together, not summed, since near the
     point where the host and the GPU take equally long the separate savings overlap. With it,
     the least and the most that saves at either end of the profiler's cost (as
-    ``savings_ranges``), None where the cost was calibrated."""
+    ``savings_ranges``)."""
     fixes: dict[str, list[Fix]] = {}
     for f in found:
         if f.replayed is not None and f.est_savings_ns > 0:
@@ -93,9 +93,10 @@ def savings_by_rule(
 def savings_ranges(ctx: RuleContext, found: list[RawFinding]) -> list[tuple[int, int] | None]:
     """Per finding, the least and the most its fix saves with the profiler's estimated cost at
     either end of what real programs showed (``AnalysisOptions.profiler_cost_scale_low`` and
-    ``_high``), its own saving included; None where the cost was calibrated on the program's
-    unprofiled steps or the finding replayed no fix. A GPU fix in a GPU-bound loop saves the
-    same at either end; one whose saving depends on the host's pace does not."""
+    ``_high``), or at either end of the calibration's band (``RuleContext.cost_bound_graphs``),
+    its own saving included; None where there are no ends or the finding replayed no fix. A
+    GPU fix in a GPU-bound loop saves the same at either end; one whose saving depends on the
+    host's pace does not."""
     bounds = ctx.cost_bound_graphs
     return [
         _range(bounds, f.est_savings_ns, f.replayed) if f.replayed is not None else None
@@ -107,7 +108,7 @@ def _range(
     bounds: tuple[StepGraph, StepGraph] | None, saving: int, fix: Fix
 ) -> tuple[int, int] | None:
     """The least and the most a fix saves: its saving and its replays at either end of the
-    profiler's cost; None where there are no ends (a calibrated cost) or nothing is saved."""
+    profiler's cost; None where there are no ends or nothing is saved."""
     if bounds is None or saving <= 0:
         return None
     ends = [saving, *(graph.saving(fix) for graph in bounds)]

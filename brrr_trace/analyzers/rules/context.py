@@ -13,7 +13,12 @@ from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.op_lines import OpAttribution
 from brrr_trace.analyzers.regimes import LineCost, OpClasses
 from brrr_trace.analyzers.replay import Fix, StepGraph, build_graph
-from brrr_trace.analyzers.steps import calibrated, profiler_steps, recorded_unprofiled_step
+from brrr_trace.analyzers.steps import (
+    calibrated,
+    calibration_band,
+    profiler_steps,
+    recorded_unprofiled_step,
+)
 from brrr_trace.analyzers.timeline import Timeline
 from brrr_trace.arraysets import member
 from brrr_trace.hardware.peaks import GpuPeak
@@ -63,19 +68,27 @@ class RuleContext:
 
     @property
     def cost_bound_graphs(self) -> tuple[StepGraph, StepGraph] | None:
-        """The graph with the profiler's cost scaled to the low and the high end of what real
-        programs showed; None where the cost was calibrated on the trace's own unprofiled
-        steps (``brrr-trace record``) or there is nothing to replay."""
+        """The graph with the profiler's cost at the low and the high end of what it may be:
+        of what real programs showed, or, where the cost was calibrated on the trace's own
+        unprofiled steps (``brrr-trace record``), of the scales that replay those steps within
+        the calibration's tolerance (``calibration_band``); None where there is nothing to
+        replay or the band is the calibrated scale alone."""
         if self._bounds is None:
             graph = self.graph
-            if recorded_unprofiled_step(self.trace) is not None or not len(graph.start):
+            options = self.options
+            scales: tuple[float, float] | None = None
+            if not len(graph.start):
+                scales = None
+            elif recorded_unprofiled_step(self.trace) is not None:
+                scales = calibration_band(
+                    graph, self.trace, options.profiler_cost_calibration_tolerance
+                )
+            else:
+                scales = (options.profiler_cost_scale_low, options.profiler_cost_scale_high)
+            if scales is None or scales == (graph.cost_scale, graph.cost_scale):
                 self._bounds = ()
             else:
-                low, high = (
-                    self.options.profiler_cost_scale_low,
-                    self.options.profiler_cost_scale_high,
-                )
-                self._bounds = (graph.with_cost_scale(low), graph.with_cost_scale(high))
+                self._bounds = tuple(graph.with_cost_scale(scale) for scale in scales)
         if not self._bounds:
             return None
         low_graph, high_graph = self._bounds
