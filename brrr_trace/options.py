@@ -63,7 +63,7 @@ class AnalysisOptions:
     dataloader_workers: int = 4
     dataloader_prefetch: int = 2
     # Findings: report a fix only when it saves at least this much, absolutely and as a share
-    # of the span.
+    # of the replayed run (the GPU span where that is shorter).
     min_savings_ns: int = 50_000
     min_savings_share: float = 0.005
     # A finding is a warning when its saving is at least this share of the span, information

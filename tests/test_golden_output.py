@@ -365,6 +365,7 @@ JSON = r"""{
       "evidence": {
         "sync_idle_us": 135.0,
         "blocked_us": 225.0,
+        "replayed_wait_us": 222.5,
         "replayed": "the line's waits removed"
       },
       "doc": "docs/rules/host-sync.md",

@@ -3,13 +3,14 @@ firing, with its whole finding, and quiet where its condition does not hold. One
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from brrr_trace.pipeline import analyze
 from brrr_trace.render.json import to_dict
 from brrr_trace.report import Finding, RuleSaving
-from tests.tracebuilder import frame, kernel, launch, op, write
+from tests.tracebuilder import frame, kernel, launch, op, runtime, write
 
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
 ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"
@@ -178,6 +179,7 @@ def test_attention_on_one_line_is_found_among_that_lines_own_kernels(tmp_path: P
     }
 
 
+BF16_GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1"
 SGEMM = "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4"
 
 
@@ -204,3 +206,94 @@ def test_fp32_gemms_on_tensor_cores_take_their_flops_at_a_reachable_rate(tmp_pat
         "fp32_tflops": 67.0,
         "replayed": "the FP32 matrix kernels on TF32 tensor cores",
     }
+
+
+def sync_reads(line: int, t: float, waits: float = 0.0) -> list[dict]:
+    """What `brrr-trace record` writes around a `.item()` on ``line``: its line marker, the op
+    and its device sync, 2 µs plus ``waits`` for the GPU."""
+    marker = {**op(f"brrr.line {line}", t, 4.0 + waits), "cat": "user_annotation"}
+    return [
+        marker,
+        op("aten::item", t + 0.5, 3.0 + waits),
+        runtime("cudaDeviceSynchronize", t + 1.0, 2.0 + waits),
+    ]
+
+
+def steps_with_two_syncs(after_ms: float = 0.0) -> list[dict]:
+    """The three steps of the test below; with ``after_ms``, that long of Python after them
+    (outside the steps, a frame every 100 µs) and then a short kernel."""
+    events = []
+    for k in range(3):
+        t = 1000.0 * k
+        events += [
+            {**op(f"ProfilerStep#{k + 1}", t, 1000.0), "cat": "user_annotation"},
+            frame("train.py(4): step", t, 990.0),
+            launch(t + 1.0, corr=k + 1),
+            kernel(BF16_GEMM, t + 6.0, 420.0, corr=k + 1),
+            *(frame("train.py(20): helper", t + 10.0 + 2 * i, 1.0) for i in range(200)),
+            *sync_reads(7, t + 412.0, waits=13.0),
+            *sync_reads(8, t + 430.0),
+        ]
+    if after_ms:
+        end = 3000.0 + after_ms * 1000.0
+        events += [
+            frame("train.py(30): log", 3000.0 + 100 * i, 1.0) for i in range(int(after_ms * 10))
+        ]
+        events += [launch(end, corr=99), kernel(ADD, end + 5.0, 5.0, corr=99)]
+    return events
+
+
+def test_a_functions_sync_lines_are_replayed_together(tmp_path: Path) -> None:
+    # Three 1 ms steps: a launch of a 420 µs GEMM, 400 µs of Python (200 frames), then a loss
+    # read on line 7, which waits 13 µs for the GEMM, and an accuracy read on line 8; the GPU
+    # then idles until the next step (580 µs, twice). Without the profiler's cost (1.5 µs a
+    # frame, 1 µs the op, 19 µs the line marker: 320 of the 410 µs) the host reaches line 7
+    # 90.5 µs after the launch and waits until the GEMM ends at 425 µs: 425 - 90.5 - 2 (the
+    # call) = 332.5 µs a step. Removed alone, line 7's wait moves to line 8 (2 µs saved);
+    # removed together, the host saves 332.5 µs a step, within the 1160 µs of idle after them.
+    (finding,) = findings(write(tmp_path / "t.json", steps_with_two_syncs()), "host-sync")
+    expected = on_step(
+        "host-sync",
+        7,
+        message="the host waits for the GPU on lines 7, 8 of step (.item(), .cpu(), print, "
+        "synchronize) 6 time(s), 51.0 µs in all; the queue drains and the GPU idles 1.16 ms "
+        "until the host catches up",
+        fix=host_sync_fix(),
+        est_savings_ns=997_500,
+        est_savings_per_step_ns=332_500,
+        # The profiler's cost at 0.75x: 170 µs of work, 252.5 µs waited; at 3x none, 422.5.
+        est_savings_range_ns=(757_500, 1_267_500),
+        evidence={
+            "sync_idle_us": 1160.0,
+            "blocked_us": 51.0,
+            "replayed_wait_us": 997.5,
+            "replayed": "the waits of lines 7, 8 removed",
+        },
+    )
+    assert finding == replace(expected, lines=(7, 8))
+
+
+def host_sync_fix() -> str:
+    return (
+        "Keep the value on the GPU (accumulate a tensor) and read it once per step or every N "
+        'steps; torch.cuda.set_sync_debug_mode("warn") finds hidden syncs.'
+    )
+
+
+def test_a_saving_is_worth_reporting_by_its_share_of_the_run_without_the_profiler(
+    tmp_path: Path,
+) -> None:
+    # The same steps, then 250 ms of Python and a kernel outside them: the GPU's span is 253
+    # ms, and 0.5% of it, 1.27 ms, more than the 1 ms the syncs save. The savings are a share
+    # of a pass of the steps replayed without the profiler (2 ms): reported.
+    trace = write(tmp_path / "t.json", steps_with_two_syncs(after_ms=250.0))
+    (finding,) = findings(trace, "host-sync")
+    assert (finding.lines, finding.est_savings_ns) == ((7, 8), 997_500)
+
+
+def test_a_trace_whose_host_launches_and_waits_for_nothing_has_no_sync_finding(
+    tmp_path: Path,
+) -> None:
+    # Only a kernel launched before the profiler started: the replay has no event at all.
+    events = [frame("train.py(4): step", 0.0, 100.0), kernel(ADD, 0.0, 5.0, corr=99)]
+    assert findings(write(tmp_path / "t.json", events), "host-sync") == []

@@ -50,16 +50,26 @@ def graph(
 
 
 def by_loop(g: StepGraph, fix: Fix, passes: int) -> tuple[int, list[int]]:
-    g._runs, g._runs_built = None, True
-    ends: list[int] = []
-    return g._replay(fix, passes=passes, pass_ends=ends), ends
+    return by_loop_with_waits(g, fix, passes)[:2]
 
 
 def by_runs(g: StepGraph, fix: Fix, passes: int) -> tuple[int, list[int]]:
+    return by_runs_with_waits(g, fix, passes)[:2]
+
+
+def by_loop_with_waits(g: StepGraph, fix: Fix, passes: int) -> tuple[int, list[int], list[int]]:
+    g._runs, g._runs_built = None, True
+    ends: list[int] = []
+    waits = np.zeros(len(g.launched), dtype=np.int64)
+    return g._replay(fix, passes=passes, pass_ends=ends, waits=waits), ends, waits.tolist()
+
+
+def by_runs_with_waits(g: StepGraph, fix: Fix, passes: int) -> tuple[int, list[int], list[int]]:
     runs = replay._Runs.of(g)
     assert runs is not None
     ends: list[int] = []
-    return replay._replay_runs(runs, fix, passes, ends), ends
+    waits = np.zeros(len(g.launched), dtype=np.int64)
+    return replay._replay_runs(runs, fix, passes, ends, waits), ends, waits.tolist()
 
 
 @pytest.fixture
@@ -94,6 +104,9 @@ def test_a_graph_worked_by_hand(short_runs: None) -> None:
     # Two passes: the second starts where the first ended (host at 11022, stream 7 at 11064).
     assert by_runs(g, Fix("baseline"), 2) == by_loop(g, Fix("baseline"), 2)
     assert by_loop(g, Fix("baseline"), 1) == (11_064, [11_064])
+    # The host waited at e1 from 1015 + CALL_NS until op 0 ended at 11015: 8 000 ns.
+    assert by_runs_with_waits(g, Fix("baseline"), 1)[2] == [0, 8_000, 0]
+    assert by_loop_with_waits(g, Fix("baseline"), 1)[2] == [0, 8_000, 0]
 
 
 def random_graph(rng: random.Random) -> StepGraph:
@@ -140,7 +153,11 @@ def test_random_graphs_and_fixes_replay_as_the_loop_does(short_runs: None) -> No
         g = random_graph(rng)
         for fix in [Fix("baseline"), random_fix(rng, g), random_fix(rng, g)]:
             for passes in (1, 2):
-                assert by_runs(g, fix, passes) == by_loop(g, fix, passes), (g, fix, passes)
+                assert by_runs_with_waits(g, fix, passes) == by_loop_with_waits(g, fix, passes), (
+                    g,
+                    fix,
+                    passes,
+                )
 
 
 def test_the_loop_replays_graphs_with_cross_stream_waits_or_frequent_blocking() -> None:

@@ -105,6 +105,7 @@ def test_the_golden_step_as_sarif(tmp_path: Path, capsys) -> None:
                 "evidence": {
                     "sync_idle_us": 135.0,
                     "blocked_us": 225.0,
+                    "replayed_wait_us": 222.5,
                     "replayed": "the line's waits removed",
                 },
             },

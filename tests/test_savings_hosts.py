@@ -191,8 +191,8 @@ def test_tf32_saves_nothing_where_it_gained_nothing() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the replay's launch phase is slower than the program's: the GPU is never behind at "
-    "the .item() (README, savings on one host)",
+    reason="the replay's launch phase is slower than the program's: the GPU is less far behind "
+    "at the .item()s, 0.40 against 0.81 ms a step (README, savings on one host)",
 )
 def test_the_cnns_item_saves_the_wait_it_removes() -> None:
     # What removing the CNN's per-step .item() gains beyond its wait cannot be told from noise:
@@ -209,3 +209,31 @@ def test_the_cnns_item_saves_the_wait_it_removes() -> None:
         statistics.median(per_step["item"]["wait"]) - statistics.median(per_step["none"]["wait"])
     ) * 1e9
     assert 0.75 <= estimate_ns("d/cnn.record", ("host-sync",)) / wait_ns <= 1.25
+
+
+SESSION9 = REAL / "h200" / "session9"
+
+
+@pytest.mark.parametrize(
+    ("program", "line"),
+    [("use_library", 63), ("gpt", 211), ("rnn", 123), ("rnn", 125)],
+)
+def test_a_logging_item_saves_no_more_than_its_paired_regions_gained(
+    program: str, line: int
+) -> None:
+    # Logging every 10 steps against never, switched region by region in one process on the
+    # host that recorded the trace: the gains of the paired regions (log, then none) are a few
+    # tenths of a millisecond either way, so the estimate a step must lie within their spread.
+    # (The ViT's replay alone said 1.04 ms a step for its loss read, against 0.19 measured.)
+    bench = json.loads((SESSION9 / f"{program}.ab.txt").read_text()[len("BENCH ") :])
+    sides = bench["seconds_per_step"]
+    paired = [
+        (a - b) * 1e9 for a, b in zip(sides["log_every=10"], sides["log_every=100000"], strict=True)
+    ]
+    rep = analyze(SESSION9 / f"{program}.record.json.gz", AnalysisOptions(source_root=str(REAL)))
+    assert rep.steps is not None
+    estimate = (
+        sum(f.est_savings_ns for f in rep.findings if f.rule == "host-sync" and line in f.lines)
+        / rep.steps.count
+    )
+    assert min(paired) <= estimate <= max(paired), (estimate, min(paired), max(paired))
