@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from brrr_trace.analyzers.collectives import CollectiveCall
 from brrr_trace.units import duration
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
-if TYPE_CHECKING:  # the drawn timeline's types; importing them would load the analyzers
+if TYPE_CHECKING:  # annotations only; importing them would load the analyzers (and numpy)
+    from brrr_trace.analyzers.collectives import CollectiveCall
     from brrr_trace.analyzers.crossrank import CrossRank  # a folder of ranks only
     from brrr_trace.analyzers.timeline_view import TimelineView
 
