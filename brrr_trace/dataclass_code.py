@@ -49,10 +49,11 @@ def install() -> None:
 
 
 def _exec(source: Any, namespace: Any = None, local_namespace: Any = None, /) -> None:
-    if not (isinstance(source, str) and _ours(namespace)):
-        _real_exec(source, namespace, local_namespace)
-        return
-    _real_exec(_code(source), namespace, local_namespace)
+    if isinstance(source, str):
+        # Compiled here, not by exec: exec would give the text the __future__ flags of the
+        # frame calling it, this module's (annotations as strings) instead of dataclasses'.
+        source = _code(source) if _ours(namespace) else _compile(source)
+    _real_exec(source, namespace, local_namespace)
 
 
 def _ours(namespace: Any) -> bool:
@@ -67,11 +68,15 @@ def _code(source: str) -> CodeType:
     _used.add(source)
     code = _codes.get(source)
     if code is None:
-        # What exec(source) in dataclasses compiles: none of this module's __future__ flags.
-        code = compile(source, "<string>", "exec", dont_inherit=True)
+        code = _compile(source)
         _codes[source] = code
         _compiled = True
     return code
+
+
+def _compile(source: str) -> CodeType:
+    """What exec(source) in dataclasses compiles: with none of this module's __future__ flags."""
+    return compile(source, "<string>", "exec", dont_inherit=True)
 
 
 def _header() -> bytes:

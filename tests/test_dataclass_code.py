@@ -61,8 +61,16 @@ def test_a_class_of_the_package_gets_the_methods_a_compile_gives() -> None:
 
 def test_another_packages_classes_are_compiled_as_before() -> None:
     before = set(dataclass_code._used)
-    _create("users_program")
+    line = _create("users_program")
     assert dataclass_code._used == before
+    dataclasses.exec = exec  # type: ignore[attr-defined]
+    try:
+        compiled = _create("users_program")
+    finally:
+        dataclass_code.install()
+    for name in ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__"):
+        assert getattr(line, name).__code__ == getattr(compiled, name).__code__, name
+    assert line.__init__.__annotations__["return"] is None  # not the string "_return_type"
 
 
 def _analyze(out: Path, pycache: Path, *, write: bool) -> subprocess.CompletedProcess[str]:
