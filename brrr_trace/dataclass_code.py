@@ -9,10 +9,10 @@ under ``PYTHONPYCACHEPREFIX``), looked up by that text and run in its place: the
 as a compile gives, loaded instead of compiled.
 
 Only the text ``dataclasses`` hands to ``exec`` for a class of a ``brrr_trace`` module is looked
-up; any other ``exec`` (the user's dataclasses, in a ``record`` run) goes straight through. The
-file is written as Python writes bytecode: not under ``PYTHONDONTWRITEBYTECODE``, atomically,
-silently given up where it cannot be (a read-only install). One that cannot be read back, or
-was written by another Python or optimisation level, counts as empty.
+up; any other (the user's dataclasses, in a ``record`` run) is compiled as before, and not kept.
+The file is written as Python writes bytecode: not under ``PYTHONDONTWRITEBYTECODE``,
+atomically, silently given up where it cannot be (a read-only install). One that cannot be read
+back, or was written by another Python or optimisation level, counts as empty.
 """
 
 from __future__ import annotations
