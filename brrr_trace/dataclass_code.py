@@ -26,7 +26,8 @@ import sys
 from types import CodeType
 from typing import Any
 
-_FILE = "dataclass-methods.{tag}.bin"
+# Named as bytecode is: the interpreter's tag, and the optimisation level when there is one.
+_FILE = "dataclass-methods.{tag}{opt}.bin"
 # A run's texts plus those of earlier runs are kept (other commands create other classes), up
 # to this many (the whole package has ~100 dataclasses, ~600 texts; reading 600 takes ~3 ms);
 # beyond it, what this run used alone (the rest was left by older code).
@@ -96,7 +97,8 @@ def _path() -> str | None:
         folder = os.path.dirname(cache_from_source(package_init))
     except (NotImplementedError, ValueError):
         return None
-    return os.path.join(folder, _FILE.format(tag=tag))
+    opt = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
+    return os.path.join(folder, _FILE.format(tag=tag, opt=opt))
 
 
 def _read() -> dict[str, CodeType]:
