@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from brrr_trace import dataclass_code
+
 if TYPE_CHECKING:
     from brrr_trace.api import analyze
     from brrr_trace.recording import record
@@ -12,6 +14,9 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "analyze", "record"]
+
+# Before any module of the package creates its dataclasses.
+dataclass_code.install()
 
 
 def __getattr__(name: str) -> Any:

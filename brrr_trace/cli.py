@@ -16,7 +16,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import NoReturn
 
-from brrr_trace import __version__
+from brrr_trace import __version__, dataclass_code
 from brrr_trace.errors import BrrrError
 from brrr_trace.options import DEFAULT_EXCLUDED_FILES, AnalysisOptions
 from brrr_trace.output import report_output
@@ -248,6 +248,7 @@ def _exit_now(code: int) -> NoReturn:
     the standard streams flushed. Anything unusual (a stream that cannot be flushed, a thread
     still running, Ray imported) takes the interpreter's own way out instead."""
     if threading.active_count() == 1 and "ray" not in sys.modules:
+        dataclass_code.save()  # os._exit runs no atexit hook
         try:
             logging.shutdown()
             sys.stdout.flush()

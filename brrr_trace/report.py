@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from brrr_trace.analyzers.collectives import CollectiveCall
 from brrr_trace.units import duration
 from brrr_trace.vocabulary import IdleCause, Precision, Regime
 
-if TYPE_CHECKING:  # the drawn timeline's types; importing them would load the analyzers
+if TYPE_CHECKING:  # annotations only; importing them would load the analyzers (and numpy)
+    from brrr_trace.analyzers.collectives import CollectiveCall
     from brrr_trace.analyzers.crossrank import CrossRank  # a folder of ranks only
     from brrr_trace.analyzers.timeline_view import TimelineView
 
@@ -26,6 +26,8 @@ RULES_DOCS_URL = PROJECT_URL + "/blob/main/docs/rules/{rule}.md"
 
 @dataclass(frozen=True)
 class DeviceInfo:
+    """A GPU of the trace: its id, its name and the peak rates the roofline used."""
+
     id: int
     name: str | None
     peak: dict[str, Any] | None
@@ -33,6 +35,8 @@ class DeviceInfo:
 
 @dataclass(frozen=True)
 class TraceInfo:
+    """What the trace is: its file, torch version, devices, span, ranks, stacks and shapes."""
+
     path: str
     torch_version: str | None
     devices: tuple[DeviceInfo, ...]
@@ -44,6 +48,8 @@ class TraceInfo:
 
 @dataclass(frozen=True)
 class Summary:
+    """The whole trace in numbers: GPU busy and idle, idle by cause, time by regime."""
+
     gpu_busy_ns: int
     gpu_idle_ns: int
     gpu_utilization: float | None
@@ -59,6 +65,8 @@ class Summary:
 
 @dataclass(frozen=True)
 class KernelStat:
+    """One kernel name of a line: its kind, how often it ran and its GPU time."""
+
     name: str
     kind: str
     count: int
@@ -67,6 +75,8 @@ class KernelStat:
 
 @dataclass(frozen=True)
 class LineReport:
+    """One source line: its GPU, idle and CPU time, its regime and its roofline numbers."""
+
     file: str
     path: str | None
     line: int
@@ -114,6 +124,8 @@ class LineReport:
 
 @dataclass(frozen=True)
 class Finding:
+    """One rule's finding on a line: what is wrong, the fix, and the time the fix saves."""
+
     rule: str
     severity: str
     file: str
@@ -153,6 +165,8 @@ def severity_of_saving(
 
 @dataclass(frozen=True)
 class ProblemReport:
+    """Something the trace lacked or got wrong, of one kind, and how often."""
+
     kind: str
     count: int
     detail: str
@@ -200,6 +214,8 @@ class RunInfo:
 
 @dataclass(frozen=True)
 class TrackSlice:
+    """One slice of a Track: a line or an idle cause over a stretch of the trace's clock."""
+
     start_ns: int  # on the trace's own clock
     end_ns: int
     name: str  # a line ("file:line function") or an idle cause
@@ -218,6 +234,8 @@ class Track:
 
 @dataclass(frozen=True)
 class Report:
+    """The analysis of one trace, or of one run of rank traces (docs/architecture.md §8)."""
+
     tool_version: str
     trace: TraceInfo
     summary: Summary

@@ -104,6 +104,32 @@ def test_analyze_loads_no_numpy_ma(tmp_path: Path) -> None:
     assert done.stdout.strip() == "[]"
 
 
+def test_analyze_as_json_loads_only_what_it_uses(tmp_path: Path) -> None:
+    # What a single trace's `analyze --format json` leaves out of its start: the other
+    # renderers (rich ~50 ms), the server, the recorder, `diff`, the cross-rank merge and the
+    # process pool (multiprocessing, concurrent.futures), none of which it runs.
+    trace = ROOT / "tests" / "data" / "realcode" / "h200" / "gpt_small.json.gz"
+    script = (
+        "import sys\n"
+        "from brrr_trace.cli import main\n"
+        "assert main(['analyze', sys.argv[1], '--format', 'json', '-o', sys.argv[2]]) == 0\n"
+        "heavy = ('rich', 'multiprocessing', 'concurrent', 'pygls', 'lsprotocol', 'torch')\n"
+        "ours = ('brrr_trace.render.', 'brrr_trace.server', 'brrr_trace.recording',\n"
+        "        'brrr_trace.diff', 'brrr_trace.analyzers.crossrank')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy"
+        " or m.startswith(ours)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(trace), str(tmp_path / "report.json")],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['brrr_trace.render.json']"
+
+
 def test_the_version_is_written_once() -> None:
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))

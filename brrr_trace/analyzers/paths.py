@@ -128,11 +128,14 @@ class PathMapper:
                 if visited > MAX_INDEXED_FOLDERS:
                     capped = True
                     break
-                ignore = ignore.below(folder)
                 try:
                     entries = sorted(os.scandir(folder), key=lambda e: e.name)
                 except OSError:
                     continue
+                # Only a folder that lists an ignore file is asked for it (a failed open in
+                # every folder cost more than the walk).
+                if any(entry.name == _IGNORE_FILE for entry in entries):
+                    ignore = ignore.below(folder)
                 for entry in entries:
                     try:
                         is_dir = entry.is_dir(follow_symlinks=False)
@@ -276,7 +279,13 @@ class _Ignore:
             if only_dirs and not is_dir:
                 continue
             if anchored:
-                relative = os.path.relpath(path, base).replace(os.sep, "/")
+                # The walk joins names onto its folders, so a path below ``base`` starts with
+                # it: the same as relpath, without normalising both (most of the walk's time).
+                prefix = base + os.sep
+                if path.startswith(prefix):
+                    relative = path[len(prefix) :].replace(os.sep, "/")
+                else:
+                    relative = os.path.relpath(path, base).replace(os.sep, "/")
                 if fnmatch.fnmatchcase(relative, pattern) or fnmatch.fnmatchcase(
                     relative, pattern.replace("**/", "")
                 ):
