@@ -224,3 +224,33 @@ def test_ids_are_int32_and_times_int64(tmp_path: Path) -> None:
     assert json.loads(trace.values[int(trace.cpu_ops.input_dims[0])]) == [[2, 2]]
     times = [t.start_ns for t in (trace.gpu, trace.host_calls, trace.cpu_ops, trace.frames)]
     assert {str(column.dtype) for column in times} == {"int64"}
+
+
+def test_sequence_numbers_call_lines_and_grids_are_int32_unless_a_value_does_not_fit(
+    tmp_path: Path,
+) -> None:
+    # They are narrowed to int32 once sorted (the columns live through the whole analysis),
+    # but their values come from the trace: one past 2**31 keeps the column at int64 instead
+    # of wrapping (2**32 + 7 in 32 bits is 7, another op's number).
+    small = [
+        *GOOD,
+        op("aten::mm", 2.0, 3.0, **{"Sequence number": 7, "Fwd thread id": 1}),
+    ]
+    trace = load(write(tmp_path / "small.json", small)).trace
+    narrow = [trace.cpu_ops.sequence, trace.cpu_ops.fwd_thread, trace.frames.call_line]
+    assert {str(c.dtype) for c in narrow + [trace.gpu.grid, trace.gpu.block]} == {"int32"}
+    assert trace.cpu_ops.sequence.tolist() == [7]
+
+    huge = [
+        {**frame("train.py(3): step", 0.0, 100.0), "args": {"brrr call line": 2**33 + 3}},
+        launch(1.0, corr=1),
+        kernel("k", 10.0, 5.0, corr=1, grid=[2**31 + 5, 1, 1], block=[128, 1, 1]),
+        op("aten::mm", 2.0, 3.0, **{"Sequence number": 2**32 + 7, "Fwd thread id": 2**35}),
+        op("aten::add", 6.0, 1.0, **{"Sequence number": 7, "Fwd thread id": 1}),
+    ]
+    trace = load(write(tmp_path / "huge.json", huge)).trace
+    assert trace.cpu_ops.sequence.tolist() == [2**32 + 7, 7]
+    assert trace.cpu_ops.fwd_thread.tolist() == [2**35, 1]
+    assert trace.frames.call_line.tolist() == [2**33 + 3]
+    assert trace.gpu.grid.tolist() == [[2**31 + 5, 1, 1]]
+    assert str(trace.gpu.block.dtype) == "int32"  # each column on its own values
