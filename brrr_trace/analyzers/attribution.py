@@ -36,6 +36,7 @@ from brrr_trace.vocabulary import Precision
 
 _DATALOADER_NEXT = ("dataloader.py", "__next__")
 _MAX_CUTS = 4096  # pieces of a host gap looked up for the statement running (lines_over)
+_EDGE_CHUNK = 1 << 18  # cut points compared and moved at a time (_without_repeats)
 
 
 @dataclass(frozen=True)
@@ -383,7 +384,10 @@ class Locator:
             start = start[order]
             end = end[order]
             is_frame = order < len(f)
-            row = np.concatenate([f, c])[order]
+            # Rows as int32 while the tables are shorter than 2**31 (always, in practice).
+            wide = max(len(frames), len(cpu)) >= 1 << 31
+            row = np.concatenate([f, c]).astype(np.int64 if wide else np.int32)[order]
+            del f, c, order
             found = (start, end, row, is_frame)
             self._thread_events[thread] = found
         return found
@@ -499,12 +503,12 @@ class Locator:
         if found is None:
             trace = self.trace
             cpu = trace.cpu_ops
-            frames = trace.frames.start_ns[trace.frames.thread == thread]
-            ops = cpu.start_ns[(cpu.thread == thread) & ~cpu.annotation]
-            calls = trace.host_calls.start_ns[trace.host_calls.thread == thread]
+            # The tables are sorted by start (traces/model.py), so what a mask keeps is too;
+            # a thread that has a whole table (the main thread's frames) shares its column.
+            frames = _of_thread(trace.frames.start_ns, trace.frames.thread == thread)
+            ops = _of_thread(cpu.start_ns, (cpu.thread == thread) & ~cpu.annotation)
+            calls = _of_thread(trace.host_calls.start_ns, trace.host_calls.thread == thread)
             markers = cpu.start_ns[self._marker_rows][cpu.thread[self._marker_rows] == thread]
-            for times in (frames, ops, calls, markers):
-                times.sort()  # in place: each is a copy already
             found = (frames, ops, calls, markers)
             self._traced[thread] = found
         return found
@@ -646,12 +650,18 @@ class Locator:
             frames, cpu = self.trace.frames, self.trace.cpu_ops
             mine = frames.thread == thread
             ops = (cpu.thread == thread) & ~cpu.annotation
-            found = np.concatenate(
-                (frames.start_ns[mine], frames.end_ns[mine], cpu.start_ns[ops], cpu.end_ns[ops])
-            )
-            found.sort()  # in place: the main thread's edges are tens of MB
-            if len(found):  # np.unique hashes: slower than a sort and a compare here
-                found = found[np.concatenate(([True], found[1:] != found[:-1]))]
+            parts = (frames.start_ns, frames.end_ns, cpu.start_ns, cpu.end_ns)
+            masks = (mine, mine, ops, ops)
+            counts = [int(np.count_nonzero(m)) for m in masks]
+            # Made in one array and sorted and thinned in place: the main thread's edges are
+            # tens of MB, and each copy of them was the timeline's peak.
+            found = np.empty(sum(counts), dtype=np.int64)
+            at = 0
+            for times, keep, count in zip(parts, masks, counts, strict=True):
+                found[at : at + count] = times[keep]
+                at += count
+            found.sort()
+            found = _without_repeats(found)
             self._edges[thread] = found
         return found
 
@@ -685,6 +695,27 @@ class _Children:
     ends: np.ndarray
     exact: tuple[int | None, ...]  # the recorder's call-site line of child frames
     aligned: tuple[int | None, ...]  # lines recovered from the source
+
+
+def _of_thread(times: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The times a mask keeps; the column itself (no copy) where it keeps all of them."""
+    return times if keep.all() else times[keep]
+
+
+def _without_repeats(times: np.ndarray) -> np.ndarray:
+    """Sorted times with each value once, thinned in place a chunk at a time (a mask and a
+    copy of the whole held it twice); ``times`` must own its memory."""
+    n = len(times)
+    if not n:
+        return times
+    written = 1
+    for lo in range(1, n, _EDGE_CHUNK):
+        hi = min(n, lo + _EDGE_CHUNK)
+        new = times[lo:hi][times[lo:hi] != times[lo - 1 : hi - 1]]
+        times[written : written + len(new)] = new
+        written += len(new)
+    times.resize(written, refcheck=False)  # the caller's own array: no other view of it
+    return times
 
 
 def _inside(times: np.ndarray, a: int, b: int) -> np.ndarray:
