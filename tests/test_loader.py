@@ -254,3 +254,22 @@ def test_sequence_numbers_call_lines_and_grids_are_int32_unless_a_value_does_not
     assert trace.frames.call_line.tolist() == [2**33 + 3]
     assert trace.gpu.grid.tolist() == [[2**31 + 5, 1, 1]]
     assert str(trace.gpu.block.dtype) == "int32"  # each column on its own values
+
+
+def test_a_column_of_one_value_takes_no_memory_per_row(tmp_path: Path) -> None:
+    # No legacy call stacks, no collectives, no recorder's call lines: each column all NO_ID,
+    # held as one value seen through a view; a column with two values is an array of its own.
+    events = [
+        *GOOD,
+        op("aten::mm", 2.0, 3.0),
+        op("aten::add", 6.0, 1.0, **{"Call stack": "train.py(7): step"}),
+        frame("train.py(9): inner", 20.0, 5.0),
+    ]
+    trace = load(write(tmp_path / "a.json", events)).trace
+    assert trace.frames.call_line.tolist() == [-1, -1]
+    assert trace.frames.call_line.strides == (0,)
+    assert trace.cpu_ops.collective.tolist() == [-1, -1]
+    assert trace.cpu_ops.collective.strides == (0,)
+    stacks = trace.cpu_ops.call_stack
+    assert stacks.strides == (4,)
+    assert stacks[0] == -1 and trace.strings[int(stacks[1])] == "train.py(7): step"

@@ -137,6 +137,15 @@ def _narrow(column: np.ndarray) -> np.ndarray:
     return column.astype(np.int32)
 
 
+def _one_value(column: np.ndarray) -> np.ndarray:
+    """A column whose rows all hold one value (most traces have no legacy call stacks, no
+    collectives and no recorder's call lines: all NO_ID) as a read-only view of that one
+    value: no memory per row, for columns alive through the whole analysis."""
+    if len(column) < 2 or not (column == column[0]).all():
+        return column
+    return np.broadcast_to(column[:1].copy(), column.shape)
+
+
 def _remap(ids: list[int]) -> np.ndarray:
     """A part's id -> this table's id (an empty part: one unused slot, so indexing works)."""
     return np.array(ids or [NO_ID], dtype=np.int64)
@@ -595,8 +604,8 @@ class Columns:
             input_dims=take("c_dims", order, np.int32),
             input_types=take("c_types", order, np.int32),
             concrete_inputs=take("c_concrete", order, np.int32),
-            call_stack=take("c_stack", order, np.int32),
-            collective=take("c_coll", order, np.int32),
+            call_stack=_one_value(take("c_stack", order, np.int32)),
+            collective=_one_value(take("c_coll", order, np.int32)),
         )
         del c_start, c_end
         f_start, f_end, ok = self._times("f_")
@@ -608,7 +617,7 @@ class Columns:
             start_ns=f_start,
             end_ns=f_end,
             name=take("f_name", order, np.int32),
-            call_line=_narrow(take("f_line", order)),
+            call_line=_one_value(_narrow(take("f_line", order))),
         )
         del f_start, f_end
         s_start, s_end, ok = self._times("s_")
