@@ -199,9 +199,9 @@ def test_big_file_is_read_in_runs_across_chunk_boundaries(tmp_path: Path, monkey
     assert result.trace.metadata["traceName"] == "x"
 
 
-def test_ids_are_int32_and_times_int64(tmp_path: Path) -> None:
-    # The columns are alive through the whole analysis: ids (names, threads, values) fit in
-    # 32 bits, times need 64 (ns since the epoch).
+def test_ids_are_int16_and_times_int64(tmp_path: Path) -> None:
+    # The columns are alive through the whole analysis: ids (names, threads, values) of a
+    # table with fewer than 2**15 entries fit in 16 bits, times need 64 (ns since the epoch).
     events = [*GOOD, op("aten::mm", 2.0, 3.0, **{"Input Dims": [[2, 2]]})]
     trace = load(write(tmp_path / "a.json", events)).trace
     ids = [
@@ -219,7 +219,7 @@ def test_ids_are_int32_and_times_int64(tmp_path: Path) -> None:
         trace.frames.name,
         trace.gpu_annotations.name,
     ]
-    assert {str(column.dtype) for column in ids} == {"int32"}
+    assert {str(column.dtype) for column in ids} == {"int16"}
     assert trace.strings[int(trace.cpu_ops.name[0])] == "aten::mm"
     assert json.loads(trace.values[int(trace.cpu_ops.input_dims[0])]) == [[2, 2]]
     times = [t.start_ns for t in (trace.gpu, trace.host_calls, trace.cpu_ops, trace.frames)]
@@ -271,5 +271,18 @@ def test_a_column_of_one_value_takes_no_memory_per_row(tmp_path: Path) -> None:
     assert trace.cpu_ops.collective.tolist() == [-1, -1]
     assert trace.cpu_ops.collective.strides == (0,)
     stacks = trace.cpu_ops.call_stack
-    assert stacks.strides == (4,)
+    assert stacks.strides == (stacks.itemsize,)
     assert stacks[0] == -1 and trace.strings[int(stacks[1])] == "train.py(7): step"
+
+
+def test_names_are_int32_once_there_are_2_to_the_15_of_them(tmp_path: Path) -> None:
+    # Ids are sized by their table, not by the rows a column holds: int16 would wrap name
+    # 40000 into -25536.
+    count = (1 << 15) + 10
+    events = [*GOOD, *(op(f"op{k}", 2.0 + k * 0.001, 0.0005) for k in range(count))]
+    trace = load(write(tmp_path / "names.json", events)).trace
+    assert str(trace.cpu_ops.name.dtype) == "int32"
+    assert str(trace.frames.name.dtype) == "int32"  # its one name has a small id, all the same
+    names = [trace.strings[int(i)] for i in trace.cpu_ops.name[-3:]]
+    assert names == [f"op{k}" for k in range(count - 3, count)]
+    assert str(trace.cpu_ops.input_dims.dtype) == "int16"  # few values: still narrow

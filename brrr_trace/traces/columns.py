@@ -137,6 +137,11 @@ def _narrow(column: np.ndarray) -> np.ndarray:
     return column.astype(np.int32)
 
 
+def _id_type(entries: int) -> type[np.signedinteger[Any]]:
+    """The narrowest column type for ids into a table of ``entries`` (and NO_ID)."""
+    return np.int16 if entries < 1 << 15 else np.int32
+
+
 def _one_value(column: np.ndarray) -> np.ndarray:
     """A column whose rows all hold one value (most traces have no legacy call stacks, no
     collectives and no recorder's call lines: all NO_ID) as a read-only view of that one
@@ -562,14 +567,18 @@ class Columns:
 
     def finish(self) -> dict[str, Any]:
         take = self._sorted
+        # Ids are int16 where their table (names, values, threads) has fewer than 2**15
+        # entries, so that every id of it fits, whichever rows a column holds.
+        names, values = _id_type(len(self.strings)), _id_type(len(self.values))
+        threads = _id_type(len(self.thread_keys))
         g_start, g_end, ok = self._times("g_")
         order = _valid(np.lexsort((g_start, np.asarray(self.g_dev))), ok)
         gpu = GpuOps(
-            device=take("g_dev", order),
-            stream=take("g_stream", order),
+            device=_one_value(_narrow(take("g_dev", order))),
+            stream=_one_value(_narrow(take("g_stream", order))),
             start_ns=g_start[order],
             end_ns=g_end[order],
-            name=take("g_name", order, np.int32),
+            name=take("g_name", order, names),
             kind=take("g_kind", order, np.int8),
             correlation=take("g_corr", order),
             grid=_narrow(take("g_grid", order)),
@@ -581,10 +590,10 @@ class Columns:
         h_start, h_end, ok = self._times("h_")
         order = _valid(np.argsort(h_start, kind="stable"), ok)
         host = HostCalls(
-            thread=take("h_thread", order, np.int32),
+            thread=_one_value(take("h_thread", order, threads)),
             start_ns=h_start[order],
             end_ns=h_end[order],
-            name=take("h_name", order, np.int32),
+            name=take("h_name", order, names),
             correlation=take("h_corr", order),
         )
         del h_start, h_end
@@ -594,18 +603,18 @@ class Columns:
         c_start = c_start[order]
         c_end = c_end[order]
         cpu = CpuOps(
-            thread=take("c_thread", order, np.int32),
+            thread=_one_value(take("c_thread", order, threads)),
             start_ns=c_start,
             end_ns=c_end,
-            name=take("c_name", order, np.int32),
+            name=take("c_name", order, names),
             annotation=take("c_ann", order, bool),
             sequence=_narrow(take("c_seq", order)),
             fwd_thread=_narrow(take("c_fwd", order)),
-            input_dims=take("c_dims", order, np.int32),
-            input_types=take("c_types", order, np.int32),
-            concrete_inputs=take("c_concrete", order, np.int32),
-            call_stack=_one_value(take("c_stack", order, np.int32)),
-            collective=_one_value(take("c_coll", order, np.int32)),
+            input_dims=take("c_dims", order, values),
+            input_types=take("c_types", order, values),
+            concrete_inputs=take("c_concrete", order, values),
+            call_stack=_one_value(take("c_stack", order, names)),
+            collective=_one_value(take("c_coll", order, values)),
         )
         del c_start, c_end
         f_start, f_end, ok = self._times("f_")
@@ -613,20 +622,20 @@ class Columns:
         f_start = f_start[order]
         f_end = f_end[order]
         frames = PyFrames(
-            thread=take("f_thread", order, np.int32),
+            thread=_one_value(take("f_thread", order, threads)),
             start_ns=f_start,
             end_ns=f_end,
-            name=take("f_name", order, np.int32),
+            name=take("f_name", order, names),
             call_line=_one_value(_narrow(take("f_line", order))),
         )
         del f_start, f_end
         s_start, s_end, ok = self._times("s_")
         order = _valid(np.argsort(s_start, kind="stable"), ok)
         spans = Spans(
-            where=take("s_dev", order),
+            where=_one_value(_narrow(take("s_dev", order))),
             start_ns=s_start[order],
             end_ns=s_end[order],
-            name=take("s_name", order, np.int32),
+            name=take("s_name", order, names),
         )
         threads = tuple(
             Thread(pid=pid, tid=tid, name=self.thread_names.get((pid, tid), ""))
