@@ -238,7 +238,7 @@ def test_sequence_numbers_call_lines_and_grids_are_int32_unless_a_value_does_not
     ]
     trace = load(write(tmp_path / "small.json", small)).trace
     narrow = [trace.cpu_ops.sequence, trace.cpu_ops.fwd_thread, trace.frames.call_line]
-    assert {str(c.dtype) for c in narrow + [trace.gpu.grid, trace.gpu.block]} == {"int32"}
+    assert {str(c.dtype) for c in [*narrow, trace.gpu.grid, trace.gpu.block]} == {"int32"}
     assert trace.cpu_ops.sequence.tolist() == [7]
 
     huge = [

@@ -570,7 +570,7 @@ class Columns:
         # Ids are int16 where their table (names, values, threads) has fewer than 2**15
         # entries, so that every id of it fits, whichever rows a column holds.
         names, values = _id_type(len(self.strings)), _id_type(len(self.values))
-        threads = _id_type(len(self.thread_keys))
+        thread_ids = _id_type(len(self.thread_keys))
         g_start, g_end, ok = self._times("g_")
         order = _valid(np.lexsort((g_start, np.asarray(self.g_dev))), ok)
         gpu = GpuOps(
@@ -590,7 +590,7 @@ class Columns:
         h_start, h_end, ok = self._times("h_")
         order = _valid(np.argsort(h_start, kind="stable"), ok)
         host = HostCalls(
-            thread=_one_value(take("h_thread", order, threads)),
+            thread=_one_value(take("h_thread", order, thread_ids)),
             start_ns=h_start[order],
             end_ns=h_end[order],
             name=take("h_name", order, names),
@@ -603,7 +603,7 @@ class Columns:
         c_start = c_start[order]
         c_end = c_end[order]
         cpu = CpuOps(
-            thread=_one_value(take("c_thread", order, threads)),
+            thread=_one_value(take("c_thread", order, thread_ids)),
             start_ns=c_start,
             end_ns=c_end,
             name=take("c_name", order, names),
@@ -622,7 +622,7 @@ class Columns:
         f_start = f_start[order]
         f_end = f_end[order]
         frames = PyFrames(
-            thread=_one_value(take("f_thread", order, threads)),
+            thread=_one_value(take("f_thread", order, thread_ids)),
             start_ns=f_start,
             end_ns=f_end,
             name=take("f_name", order, names),
