@@ -199,9 +199,9 @@ def test_big_file_is_read_in_runs_across_chunk_boundaries(tmp_path: Path, monkey
     assert result.trace.metadata["traceName"] == "x"
 
 
-def test_ids_are_int32_and_times_int64(tmp_path: Path) -> None:
-    # The columns are alive through the whole analysis: ids (names, threads, values) fit in
-    # 32 bits, times need 64 (ns since the epoch).
+def test_ids_are_int16_and_times_int64(tmp_path: Path) -> None:
+    # The columns are alive through the whole analysis: ids (names, threads, values) of a
+    # table with fewer than 2**15 entries fit in 16 bits, times need 64 (ns since the epoch).
     events = [*GOOD, op("aten::mm", 2.0, 3.0, **{"Input Dims": [[2, 2]]})]
     trace = load(write(tmp_path / "a.json", events)).trace
     ids = [
@@ -219,8 +219,70 @@ def test_ids_are_int32_and_times_int64(tmp_path: Path) -> None:
         trace.frames.name,
         trace.gpu_annotations.name,
     ]
-    assert {str(column.dtype) for column in ids} == {"int32"}
+    assert {str(column.dtype) for column in ids} == {"int16"}
     assert trace.strings[int(trace.cpu_ops.name[0])] == "aten::mm"
     assert json.loads(trace.values[int(trace.cpu_ops.input_dims[0])]) == [[2, 2]]
     times = [t.start_ns for t in (trace.gpu, trace.host_calls, trace.cpu_ops, trace.frames)]
     assert {str(column.dtype) for column in times} == {"int64"}
+
+
+def test_sequence_numbers_call_lines_and_grids_are_int32_unless_a_value_does_not_fit(
+    tmp_path: Path,
+) -> None:
+    # They are narrowed to int32 once sorted (the columns live through the whole analysis),
+    # but their values come from the trace: one past 2**31 keeps the column at int64 instead
+    # of wrapping (2**32 + 7 in 32 bits is 7, another op's number).
+    small = [
+        *GOOD,
+        op("aten::mm", 2.0, 3.0, **{"Sequence number": 7, "Fwd thread id": 1}),
+    ]
+    trace = load(write(tmp_path / "small.json", small)).trace
+    narrow = [trace.cpu_ops.sequence, trace.cpu_ops.fwd_thread, trace.frames.call_line]
+    assert {str(c.dtype) for c in [*narrow, trace.gpu.grid, trace.gpu.block]} == {"int32"}
+    assert trace.cpu_ops.sequence.tolist() == [7]
+
+    huge = [
+        {**frame("train.py(3): step", 0.0, 100.0), "args": {"brrr call line": 2**33 + 3}},
+        launch(1.0, corr=1),
+        kernel("k", 10.0, 5.0, corr=1, grid=[2**31 + 5, 1, 1], block=[128, 1, 1]),
+        op("aten::mm", 2.0, 3.0, **{"Sequence number": 2**32 + 7, "Fwd thread id": 2**35}),
+        op("aten::add", 6.0, 1.0, **{"Sequence number": 7, "Fwd thread id": 1}),
+    ]
+    trace = load(write(tmp_path / "huge.json", huge)).trace
+    assert trace.cpu_ops.sequence.tolist() == [2**32 + 7, 7]
+    assert trace.cpu_ops.fwd_thread.tolist() == [2**35, 1]
+    assert trace.frames.call_line.tolist() == [2**33 + 3]
+    assert trace.gpu.grid.tolist() == [[2**31 + 5, 1, 1]]
+    assert str(trace.gpu.block.dtype) == "int32"  # each column on its own values
+
+
+def test_a_column_of_one_value_takes_no_memory_per_row(tmp_path: Path) -> None:
+    # No legacy call stacks, no collectives, no recorder's call lines: each column all NO_ID,
+    # held as one value seen through a view; a column with two values is an array of its own.
+    events = [
+        *GOOD,
+        op("aten::mm", 2.0, 3.0),
+        op("aten::add", 6.0, 1.0, **{"Call stack": "train.py(7): step"}),
+        frame("train.py(9): inner", 20.0, 5.0),
+    ]
+    trace = load(write(tmp_path / "a.json", events)).trace
+    assert trace.frames.call_line.tolist() == [-1, -1]
+    assert trace.frames.call_line.strides == (0,)
+    assert trace.cpu_ops.collective.tolist() == [-1, -1]
+    assert trace.cpu_ops.collective.strides == (0,)
+    stacks = trace.cpu_ops.call_stack
+    assert stacks.strides == (stacks.itemsize,)
+    assert stacks[0] == -1 and trace.strings[int(stacks[1])] == "train.py(7): step"
+
+
+def test_names_are_int32_once_there_are_2_to_the_15_of_them(tmp_path: Path) -> None:
+    # Ids are sized by their table, not by the rows a column holds: int16 would wrap name
+    # 40000 into -25536.
+    count = (1 << 15) + 10
+    events = [*GOOD, *(op(f"op{k}", 2.0 + k * 0.001, 0.0005) for k in range(count))]
+    trace = load(write(tmp_path / "names.json", events)).trace
+    assert str(trace.cpu_ops.name.dtype) == "int32"
+    assert str(trace.frames.name.dtype) == "int32"  # its one name has a small id, all the same
+    names = [trace.strings[int(i)] for i in trace.cpu_ops.name[-3:]]
+    assert names == [f"op{k}" for k in range(count - 3, count)]
+    assert str(trace.cpu_ops.input_dims.dtype) == "int16"  # few values: still narrow

@@ -36,6 +36,7 @@ from brrr_trace.vocabulary import Precision
 
 _DATALOADER_NEXT = ("dataloader.py", "__next__")
 _MAX_CUTS = 4096  # pieces of a host gap looked up for the statement running (lines_over)
+_COPY_CHUNK = 1 << 18  # times copied or compared at a time (_copy_kept, _without_repeats)
 
 
 @dataclass(frozen=True)
@@ -371,19 +372,31 @@ class Locator:
         found = self._thread_events.get(thread)
         if found is None:
             frames, cpu = self.trace.frames, self.trace.cpu_ops
-            f = np.flatnonzero(frames.thread == thread)
-            c = np.flatnonzero((cpu.thread == thread) & ~cpu.annotation)
-            start = np.concatenate([frames.start_ns[f], cpu.start_ns[c]])
-            end = np.concatenate([frames.end_ns[f], cpu.end_ns[c]])
+            mine = frames.thread == thread
+            ops = (cpu.thread == thread) & ~cpu.annotation
+            nf = int(np.count_nonzero(mine))
+            n = nf + int(np.count_nonzero(ops))
+            # Each column made once, a chunk at a time, and put in order as soon as it is made:
+            # the thread's longest table (a main thread with millions of frames) is held twice
+            # one column at a time, not whole.
+            start = np.empty(n, dtype=np.int64)
+            _copy_kept(cpu.start_ns, ops, start, _copy_kept(frames.start_ns, mine, start, 0))
+            end = np.empty(n, dtype=np.int64)
+            _copy_kept(cpu.end_ns, ops, end, _copy_kept(frames.end_ns, mine, end, 0))
             # Frames before ops on a tie: a built-in frame wraps the op it calls. The frames
             # come first, so a stable order by start, then the longer first, puts them there.
-            order = np.lexsort((np.negative(end), start))
-            # Each column in order as soon as it is made: the thread's longest table (a main
-            # thread with millions of frames) is held twice one column at a time, not whole.
+            np.negative(end, out=end)
+            order = np.lexsort((end, start))
+            np.negative(end, out=end)
             start = start[order]
             end = end[order]
-            is_frame = order < len(f)
-            row = np.concatenate([f, c])[order]
+            is_frame = order < nf
+            # Rows as int32 while the tables are shorter than 2**31 (always, in practice).
+            wide = max(len(frames), len(cpu)) >= 1 << 31
+            row = np.empty(n, dtype=np.int64 if wide else np.int32)
+            _rows_kept(ops, row, _rows_kept(mine, row, 0))
+            row = row[order]
+            del order
             found = (start, end, row, is_frame)
             self._thread_events[thread] = found
         return found
@@ -499,12 +512,12 @@ class Locator:
         if found is None:
             trace = self.trace
             cpu = trace.cpu_ops
-            frames = trace.frames.start_ns[trace.frames.thread == thread]
-            ops = cpu.start_ns[(cpu.thread == thread) & ~cpu.annotation]
-            calls = trace.host_calls.start_ns[trace.host_calls.thread == thread]
+            # The tables are sorted by start (traces/model.py), so what a mask keeps is too;
+            # a thread that has a whole table (the main thread's frames) shares its column.
+            frames = _of_thread(trace.frames.start_ns, trace.frames.thread == thread)
+            ops = _of_thread(cpu.start_ns, (cpu.thread == thread) & ~cpu.annotation)
+            calls = _of_thread(trace.host_calls.start_ns, trace.host_calls.thread == thread)
             markers = cpu.start_ns[self._marker_rows][cpu.thread[self._marker_rows] == thread]
-            for times in (frames, ops, calls, markers):
-                times.sort()  # in place: each is a copy already
             found = (frames, ops, calls, markers)
             self._traced[thread] = found
         return found
@@ -646,12 +659,16 @@ class Locator:
             frames, cpu = self.trace.frames, self.trace.cpu_ops
             mine = frames.thread == thread
             ops = (cpu.thread == thread) & ~cpu.annotation
-            found = np.concatenate(
-                (frames.start_ns[mine], frames.end_ns[mine], cpu.start_ns[ops], cpu.end_ns[ops])
-            )
-            found.sort()  # in place: the main thread's edges are tens of MB
-            if len(found):  # np.unique hashes: slower than a sort and a compare here
-                found = found[np.concatenate(([True], found[1:] != found[:-1]))]
+            parts = (frames.start_ns, frames.end_ns, cpu.start_ns, cpu.end_ns)
+            masks = (mine, mine, ops, ops)
+            # Made in one array and sorted and thinned in place: the main thread's edges are
+            # tens of MB, and each copy of them was the timeline's peak.
+            found = np.empty(sum(int(np.count_nonzero(m)) for m in masks), dtype=np.int64)
+            at = 0
+            for times, keep in zip(parts, masks, strict=True):
+                at = _copy_kept(times, keep, found, at)
+            found.sort()
+            found = _without_repeats(found)
             self._edges[thread] = found
         return found
 
@@ -687,6 +704,47 @@ class _Children:
     aligned: tuple[int | None, ...]  # lines recovered from the source
 
 
+def _of_thread(times: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The times a mask keeps; the column itself (no copy) where it keeps all of them."""
+    return times if keep.all() else times[keep]
+
+
+def _copy_kept(times: np.ndarray, keep: np.ndarray, out: np.ndarray, at: int) -> int:
+    """The times a mask keeps, written into ``out`` from ``at`` a chunk at a time (a masked
+    copy of a whole column is tens of MB for a moment); the position after them."""
+    for lo in range(0, len(times), _COPY_CHUNK):
+        kept = times[lo : lo + _COPY_CHUNK][keep[lo : lo + _COPY_CHUNK]]
+        out[at : at + len(kept)] = kept
+        at += len(kept)
+    return at
+
+
+def _rows_kept(keep: np.ndarray, out: np.ndarray, at: int) -> int:
+    """The rows a mask keeps, written into ``out`` from ``at`` a chunk at a time (as
+    ``_copy_kept``); the position after them."""
+    for lo in range(0, len(keep), _COPY_CHUNK):
+        kept = np.flatnonzero(keep[lo : lo + _COPY_CHUNK]) + lo
+        out[at : at + len(kept)] = kept
+        at += len(kept)
+    return at
+
+
+def _without_repeats(times: np.ndarray) -> np.ndarray:
+    """Sorted times with each value once, thinned in place a chunk at a time (a mask and a
+    copy of the whole held it twice); ``times`` must own its memory."""
+    n = len(times)
+    if not n:
+        return times
+    written = 1
+    for lo in range(1, n, _COPY_CHUNK):
+        hi = min(n, lo + _COPY_CHUNK)
+        new = times[lo:hi][times[lo:hi] != times[lo - 1 : hi - 1]]
+        times[written : written + len(new)] = new
+        written += len(new)
+    times.resize(written, refcheck=False)  # the caller's own array: no other view of it
+    return times
+
+
 def _inside(times: np.ndarray, a: int, b: int) -> np.ndarray:
     """The sorted times strictly inside (a, b)."""
     return times[np.searchsorted(times, a, side="right") : np.searchsorted(times, b, side="left")]
@@ -695,15 +753,21 @@ def _inside(times: np.ndarray, a: int, b: int) -> np.ndarray:
 def outermost_ops(trace: Trace) -> np.ndarray:
     """Rows of the ATen ops that no other op on their thread contains."""
     cpu = trace.cpu_ops
-    ops = np.flatnonzero(~cpu.annotation)
-    outer = np.zeros(len(ops), dtype=bool)
-    thread = cpu.thread[ops]
-    for h in distinct(thread).tolist():
-        sel = np.flatnonzero(thread == h)
-        starts, ends = cpu.start_ns[ops[sel]], cpu.end_ns[ops[sel]]
-        reach = np.concatenate(([np.iinfo(np.int64).min], np.maximum.accumulate(ends)[:-1]))
-        outer[sel] = starts >= reach
-    return ops[outer]
+    ops = ~cpu.annotation
+    found = []
+    # A thread at a time, its ends turned into their running maximum in place: the whole
+    # table's rows, times and reach at once were ~40 MB for a moment (0.86 GB benchmark trace).
+    for h in distinct(cpu.thread).tolist():
+        rows = np.flatnonzero(ops & (cpu.thread == h))
+        if not len(rows):
+            continue
+        reach = cpu.end_ns[rows]
+        np.maximum.accumulate(reach, out=reach)
+        outer = np.empty(len(rows), dtype=bool)
+        outer[0] = True
+        np.greater_equal(cpu.start_ns[rows[1:]], reach[:-1], out=outer[1:])
+        found.append(rows[outer])
+    return np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
 
 
 def _top_level_ops(trace: Trace) -> tuple[np.ndarray, Innermost, Innermost, np.ndarray]:
@@ -753,14 +817,17 @@ def _compiled_frames(trace: Trace, user: np.ndarray) -> np.ndarray:
     # Frames lying inside a compiler frame of their thread (sweep over each thread's windows).
     inside = np.zeros(len(frames), dtype=bool)
     for h in distinct(frames.thread[compiler]).tolist():
-        on = np.flatnonzero(frames.thread == h)
-        win = on[compiler[on]]
+        win = np.flatnonzero((frames.thread == h) & compiler)
         order = np.argsort(frames.start_ns[win])
         w_start = frames.start_ns[win][order]
         w_reach = np.maximum.accumulate(frames.end_ns[win][order])
-        k = np.searchsorted(w_start, frames.start_ns[on], side="right") - 1
-        ok = k >= 0
-        inside[on[ok]] = frames.end_ns[on[ok]] <= w_reach[k[ok]]
+        # The thread's frames a chunk at a time: its millions of rows and their lookups at
+        # once were ~60 MB for a moment (0.86 GB benchmark trace).
+        for lo in range(0, len(frames), _COPY_CHUNK):
+            on = lo + np.flatnonzero(frames.thread[lo : lo + _COPY_CHUNK] == h)
+            k = np.searchsorted(w_start, frames.start_ns[on], side="right") - 1
+            ok = k >= 0
+            inside[on[ok]] = frames.end_ns[on[ok]] <= w_reach[k[ok]]
     candidates = np.flatnonzero(user & inside)
     if not len(candidates):
         return out

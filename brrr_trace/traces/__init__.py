@@ -30,7 +30,7 @@ from brrr_trace.traces.model import (
     Thread,
     Trace,
 )
-from brrr_trace.traces.parallel import RunDecoder, workers_for
+from brrr_trace.traces.parallel import RunDecoder, give_back_free_memory, workers_for
 from brrr_trace.traces.reader import ProgressFn, ReadState, iter_event_runs
 
 __all__ = [
@@ -108,6 +108,8 @@ def load(
             f"{name}: none of its events could be read; expected a trace written by torch.profiler."
         )
     tables = columns.finish()
+    if decoder is not None:
+        give_back_free_memory()
     header = state.header
     devices = header.get("deviceProperties") or header.get("computeProperties") or []
     base = header.get("baseTimeNanoseconds")

@@ -115,8 +115,40 @@ def exact_ns(value: Any) -> int | None:
 
 
 def _valid(order: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    if ok.all():
+        return order
     rows: np.ndarray = order[ok[order]]
     return rows
+
+
+_INT32 = np.iinfo(np.int32)
+# Rows of a table turned into ns at a time (``_ns``): the temporaries of a whole table of
+# millions of events were the load's peak (0.86 GB benchmark trace: ~100 MB above the columns).
+_NS_CHUNK = 1 << 18
+
+
+def _narrow(column: np.ndarray) -> np.ndarray:
+    """int32 where every value fits, else the column as it is: values from a trace (sequence
+    numbers, call lines, grid sizes) are untrusted, and int32 would wrap a large one."""
+    if column.dtype != np.int64 or (
+        len(column) and (int(column.min()) < _INT32.min or int(column.max()) > _INT32.max)
+    ):
+        return column
+    return column.astype(np.int32)
+
+
+def _id_type(entries: int) -> type[np.signedinteger[Any]]:
+    """The narrowest column type for ids into a table of ``entries`` (and NO_ID)."""
+    return np.int16 if entries < 1 << 15 else np.int32
+
+
+def _one_value(column: np.ndarray) -> np.ndarray:
+    """A column whose rows all hold one value (most traces have no legacy call stacks, no
+    collectives and no recorder's call lines: all NO_ID) as a read-only view of that one
+    value: no memory per row, for columns alive through the whole analysis."""
+    if len(column) < 2 or not (column == column[0]).all():
+        return column
+    return np.broadcast_to(column[:1].copy(), column.shape)
 
 
 def _remap(ids: list[int]) -> np.ndarray:
@@ -470,10 +502,22 @@ class Columns:
     # -- finishing -------------------------------------------------------------------------
 
     def _ns(self, ts: array[Any], dur: array[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Start and end in integer ns, and the mask of rows with a usable start."""
+        """Start and end in integer ns, and the mask of rows with a usable start; made a chunk
+        of rows at a time (every step is per row), so the temporaries stay small."""
+        time_type = np.int64 if self.exact else np.float64
+        ts_all, dur_all = np.asarray(ts, dtype=time_type), np.asarray(dur, dtype=time_type)
+        n = len(ts_all)
+        start = np.empty(n, dtype=np.int64)
+        end = np.empty(n, dtype=np.int64)
+        valid = np.empty(n, dtype=bool)
+        for lo in range(0, n, _NS_CHUNK):
+            part = slice(lo, lo + _NS_CHUNK)
+            start[part], end[part], valid[part] = self._ns_of(ts_all[part], dur_all[part])
+        return start, end, valid
+
+    def _ns_of(self, ts: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self.exact:
-            start = np.asarray(ts, dtype=np.int64)
-            length = np.asarray(dur, dtype=np.int64)
+            start, length = ts, dur
             negative = length < 0
             self.negative_durations += int(np.count_nonzero(negative))
             length = np.where(negative, 0, length)
@@ -482,8 +526,7 @@ class Columns:
             self.bad_durations += int(np.count_nonzero(past))
             length = np.where(past, 0, length)
             return start, start + length, np.ones(len(start), dtype=bool)
-        t = np.asarray(ts, dtype=np.float64)
-        d = np.asarray(dur, dtype=np.float64)
+        t, d = ts, dur
         valid = np.isfinite(t) & (np.abs(t) < _MAX_ABS_US)
         self.bad_times += int(len(t) - np.count_nonzero(valid))
         t = np.where(valid, t, 0.0)
@@ -524,18 +567,22 @@ class Columns:
 
     def finish(self) -> dict[str, Any]:
         take = self._sorted
+        # Ids are int16 where their table (names, values, threads) has fewer than 2**15
+        # entries, so that every id of it fits, whichever rows a column holds.
+        names, values = _id_type(len(self.strings)), _id_type(len(self.values))
+        thread_ids = _id_type(len(self.thread_keys))
         g_start, g_end, ok = self._times("g_")
         order = _valid(np.lexsort((g_start, np.asarray(self.g_dev))), ok)
         gpu = GpuOps(
-            device=take("g_dev", order),
-            stream=take("g_stream", order),
+            device=_one_value(_narrow(take("g_dev", order))),
+            stream=_one_value(_narrow(take("g_stream", order))),
             start_ns=g_start[order],
             end_ns=g_end[order],
-            name=take("g_name", order, np.int32),
+            name=take("g_name", order, names),
             kind=take("g_kind", order, np.int8),
             correlation=take("g_corr", order),
-            grid=take("g_grid", order),
-            block=take("g_block", order),
+            grid=_narrow(take("g_grid", order)),
+            block=_narrow(take("g_block", order)),
             nbytes=take("g_bytes", order),
             graph=take("g_graph", order, bool),
         )
@@ -543,50 +590,52 @@ class Columns:
         h_start, h_end, ok = self._times("h_")
         order = _valid(np.argsort(h_start, kind="stable"), ok)
         host = HostCalls(
-            thread=take("h_thread", order, np.int32),
+            thread=_one_value(take("h_thread", order, thread_ids)),
             start_ns=h_start[order],
             end_ns=h_end[order],
-            name=take("h_name", order, np.int32),
+            name=take("h_name", order, names),
             correlation=take("h_corr", order),
         )
         del h_start, h_end
         c_start, c_end, ok = self._times("c_")
         # Outer ops first when two start together, so containment scans see parents first.
         order = _valid(np.lexsort((-c_end, c_start)), ok)
-        c_start, c_end = c_start[order], c_end[order]
+        c_start = c_start[order]
+        c_end = c_end[order]
         cpu = CpuOps(
-            thread=take("c_thread", order, np.int32),
+            thread=_one_value(take("c_thread", order, thread_ids)),
             start_ns=c_start,
             end_ns=c_end,
-            name=take("c_name", order, np.int32),
+            name=take("c_name", order, names),
             annotation=take("c_ann", order, bool),
-            sequence=take("c_seq", order),
-            fwd_thread=take("c_fwd", order),
-            input_dims=take("c_dims", order, np.int32),
-            input_types=take("c_types", order, np.int32),
-            concrete_inputs=take("c_concrete", order, np.int32),
-            call_stack=take("c_stack", order, np.int32),
-            collective=take("c_coll", order, np.int32),
+            sequence=_narrow(take("c_seq", order)),
+            fwd_thread=_narrow(take("c_fwd", order)),
+            input_dims=take("c_dims", order, values),
+            input_types=take("c_types", order, values),
+            concrete_inputs=take("c_concrete", order, values),
+            call_stack=_one_value(take("c_stack", order, names)),
+            collective=_one_value(take("c_coll", order, values)),
         )
         del c_start, c_end
         f_start, f_end, ok = self._times("f_")
         order = _valid(np.lexsort((-f_end, f_start)), ok)
-        f_start, f_end = f_start[order], f_end[order]
+        f_start = f_start[order]
+        f_end = f_end[order]
         frames = PyFrames(
-            thread=take("f_thread", order, np.int32),
+            thread=_one_value(take("f_thread", order, thread_ids)),
             start_ns=f_start,
             end_ns=f_end,
-            name=take("f_name", order, np.int32),
-            call_line=take("f_line", order),
+            name=take("f_name", order, names),
+            call_line=_one_value(_narrow(take("f_line", order))),
         )
         del f_start, f_end
         s_start, s_end, ok = self._times("s_")
         order = _valid(np.argsort(s_start, kind="stable"), ok)
         spans = Spans(
-            where=take("s_dev", order),
+            where=_one_value(_narrow(take("s_dev", order))),
             start_ns=s_start[order],
             end_ns=s_end[order],
-            name=take("s_name", order, np.int32),
+            name=take("s_name", order, names),
         )
         threads = tuple(
             Thread(pid=pid, tid=tid, name=self.thread_names.get((pid, tid), ""))

@@ -71,6 +71,23 @@ def _decode_run(run: bytes, exact: bool, max_name_chars: int) -> tuple[Columns, 
     return columns, stats
 
 
+def give_back_free_memory() -> None:
+    """Hand the allocator's free pages back to the system (glibc's ``malloc_trim``; elsewhere
+    nothing). The pool's result thread unpickles the workers' columns in an allocator arena of
+    its own, which nothing allocates from once the pool is gone: on the 0.86 GB benchmark trace
+    ~50 MB that stayed resident to the end."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # musl and other C libraries have no malloc_trim
+        return
+    trim.argtypes = [ctypes.c_size_t]
+    trim(0)
+
+
 def _ready() -> None:
     """A no-op task: makes the pool fork its workers now."""
 
