@@ -83,31 +83,9 @@ def test_analyze_and_the_record_entry_point_load_no_torch(tmp_path: Path) -> Non
     assert done.stdout.strip() == "[]"
 
 
-def test_analyze_loads_no_numpy_ma(tmp_path: Path) -> None:
-    # numpy imports numpy.ma on the first plain np.unique (~40-80 ms of a small trace's run);
-    # brrr_trace.arraysets answers the same without it.
-    trace = ROOT / "tests" / "data" / "realcode" / "h200" / "gpt_small.json.gz"
-    script = (
-        "import sys\n"
-        "from brrr_trace.cli import main\n"
-        "assert main(['analyze', sys.argv[1], '--format', 'json', '-o', sys.argv[2]]) == 0\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[:2] == ['numpy', 'ma']))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(trace), str(tmp_path / "report.json")],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
-
-
-def test_analyze_as_json_loads_only_what_it_uses(tmp_path: Path) -> None:
-    # What a single trace's `analyze --format json` leaves out of its start: the other
-    # renderers (rich ~50 ms), the server, the recorder, `diff`, the cross-rank merge and the
-    # process pool (multiprocessing, concurrent.futures), none of which it runs.
+def modules_after_analyze(tmp_path: Path, keep: str) -> str:
+    """What ``analyze --format json`` of GPT small's trace leaves in ``sys.modules``, filtered
+    by the expression ``keep`` over a module's name ``m``, sorted, as printed."""
     trace = ROOT / "tests" / "data" / "realcode" / "h200" / "gpt_small.json.gz"
     script = (
         "import sys\n"
@@ -116,8 +94,7 @@ def test_analyze_as_json_loads_only_what_it_uses(tmp_path: Path) -> None:
         "heavy = ('rich', 'multiprocessing', 'concurrent', 'pygls', 'lsprotocol', 'torch')\n"
         "ours = ('brrr_trace.render.', 'brrr_trace.server', 'brrr_trace.recording',\n"
         "        'brrr_trace.diff', 'brrr_trace.analyzers.crossrank')\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy"
-        " or m.startswith(ours)))\n"
+        f"print(sorted(m for m in sys.modules if {keep}))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script, str(trace), str(tmp_path / "report.json")],
@@ -127,7 +104,21 @@ def test_analyze_as_json_loads_only_what_it_uses(tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "['brrr_trace.render.json']"
+    return done.stdout.strip()
+
+
+def test_analyze_loads_no_numpy_ma(tmp_path: Path) -> None:
+    # numpy imports numpy.ma on the first plain np.unique (~40-80 ms of a small trace's run);
+    # brrr_trace.arraysets answers the same without it.
+    assert modules_after_analyze(tmp_path, "m.split('.')[:2] == ['numpy', 'ma']") == "[]"
+
+
+def test_analyze_as_json_loads_only_what_it_uses(tmp_path: Path) -> None:
+    # What a single trace's `analyze --format json` leaves out of its start: the other
+    # renderers (rich ~50 ms), the server, the recorder, `diff`, the cross-rank merge and the
+    # process pool (multiprocessing, concurrent.futures), none of which it runs.
+    loaded = modules_after_analyze(tmp_path, "m.split('.')[0] in heavy or m.startswith(ours)")
+    assert loaded == "['brrr_trace.render.json']"
 
 
 def test_the_version_is_written_once() -> None:

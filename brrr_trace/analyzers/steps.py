@@ -8,6 +8,7 @@ fitted on a few programs, and a program's own measurement is better than any mod
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,18 +122,25 @@ def calibrated(graph: StepGraph, trace: Trace, tolerance: float = 0.0) -> StepGr
     at_model = graph.with_cost_scale(1.0)  # returned as it is, with the period it replayed
     if abs((_replayed_step(at_model, ranges) or 0) - target) <= tolerance * target:
         return at_model
+    if step_at(0.0) <= target:  # even with no cost taken out the replay is not slower
+        return graph.with_cost_scale(0.0)
+    if step_at(_MAX_COST_SCALE) >= target:
+        return graph.with_cost_scale(_MAX_COST_SCALE)
+    low, high = _bracket(step_at, target)
+    return graph.with_cost_scale(round((low + high) / 2, 3))
+
+
+def _bracket(step_at: Callable[[float], int], bound: float) -> tuple[float, float]:
+    """Scales ``low < high`` a bisection apart, the replayed step above ``bound`` at ``low`` and
+    not at ``high`` (the step falls as the scale grows; 0 is above it, the bound is not)."""
     low, high = 0.0, _MAX_COST_SCALE
-    if step_at(low) <= target:  # even with no cost taken out the replay is not slower
-        return graph.with_cost_scale(low)
-    if step_at(high) >= target:
-        return graph.with_cost_scale(high)
-    for _ in range(_CALIBRATION_ROUNDS):  # the replayed step falls as the scale grows
+    for _ in range(_CALIBRATION_ROUNDS):
         middle = (low + high) / 2
-        if step_at(middle) > target:
+        if step_at(middle) > bound:
             low = middle
         else:
             high = middle
-    return graph.with_cost_scale(round((low + high) / 2, 3))
+    return low, high
 
 
 def calibration_band(
@@ -154,20 +162,12 @@ def calibration_band(
         return _replayed_step(graph.with_cost_scale(scale), ranges) or 0
 
     def least_scale_at_or_below(bound: float) -> float:
-        """The least scale whose replayed step takes at most ``bound`` (the step falls as the
-        scale grows)."""
+        """The least scale whose replayed step takes at most ``bound``."""
         if step_at(0.0) <= bound:
             return 0.0
-        low, high = 0.0, _MAX_COST_SCALE
-        if step_at(high) > bound:
-            return high
-        for _ in range(_CALIBRATION_ROUNDS):
-            middle = (low + high) / 2
-            if step_at(middle) > bound:
-                low = middle
-            else:
-                high = middle
-        return round(high, 3)
+        if step_at(_MAX_COST_SCALE) > bound:
+            return _MAX_COST_SCALE
+        return round(_bracket(step_at, bound)[1], 3)
 
     return (
         least_scale_at_or_below(target * (1 + tolerance)),
