@@ -89,7 +89,7 @@ def _sync_lines(ctx: RuleContext) -> list[_SyncLine]:
     for _, line_id, rows_of_line, events, gap in candidates[: ctx.options.max_replayed_lines]:
         fix = Fix("the line's waits removed", unblocked=events)
         saving, evidence = ctx.replayed(fix)
-        saving = _at_most_the_idle(ctx, saving, gap)
+        saving = _at_most_the_idle(saving, gap)
         replayed = int(waits[sorted(events)].sum()) if events else 0
         found.append(
             _SyncLine(
@@ -116,13 +116,13 @@ def _together(ctx: RuleContext, group: list[_SyncLine]) -> RawFinding | None:
         unblocked=frozenset().union(*(s.events for s in group)),
     )
     saving, evidence = ctx.replayed(fix)
-    saving = _at_most_the_idle(ctx, saving, sum(s.gap_ns for s in group))
+    saving = _at_most_the_idle(saving, sum(s.gap_ns for s in group))
     if not ctx.worth_it(saving):
         return None
     return _finding(ctx, group, saving, evidence, fix)
 
 
-def _at_most_the_idle(ctx: RuleContext, saving: int, gap: int) -> int:
+def _at_most_the_idle(saving: int, gap: int) -> int:
     """At most the idle the waits left the GPU in the trace. In a loop the GPU paces, the
     replayed saving is the host's lead on the GPU that a sync throws away, and with a replayed
     host barely faster than the GPU that lead is never rebuilt: the ViT's logging `.item()`
