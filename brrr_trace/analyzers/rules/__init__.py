@@ -99,19 +99,23 @@ def savings_ranges(ctx: RuleContext, found: list[RawFinding]) -> list[tuple[int,
     host's pace does not."""
     bounds = ctx.cost_bound_graphs
     return [
-        _range(bounds, f.est_savings_ns, f.replayed) if f.replayed is not None else None
+        _range(bounds, f.est_savings_ns, f.replayed, f.saving_cap_ns)
+        if f.replayed is not None
+        else None
         for f in found
     ]
 
 
 def _range(
-    bounds: tuple[StepGraph, StepGraph] | None, saving: int, fix: Fix
+    bounds: tuple[StepGraph, StepGraph] | None, saving: int, fix: Fix, cap: int | None = None
 ) -> tuple[int, int] | None:
     """The least and the most a fix saves: its saving and its replays at either end of the
-    profiler's cost; None where there are no ends or nothing is saved."""
+    profiler's cost, each at most ``cap``; None where there are no ends or nothing is saved."""
     if bounds is None or saving <= 0:
         return None
     ends = [saving, *(graph.saving(fix) for graph in bounds)]
+    if cap is not None:
+        ends = [min(end, cap) for end in ends]
     return min(ends), max(ends)
 
 

@@ -37,6 +37,9 @@ class RawFinding:
     evidence: dict[str, float | int | str] = field(default_factory=dict)
     covers: tuple[int, ...] = ()  # every line id the finding spans; () means line_id alone
     replayed: Fix | None = field(default=None, compare=False)  # the fix its saving replayed
+    # The most the saving can be whatever the replay says (host-sync: the idle after the waits
+    # in the trace); the range's ends are held to it too.
+    saving_cap_ns: int | None = field(default=None, compare=False)
 
 
 @dataclass

@@ -177,6 +177,7 @@ def _finding(
         },
         covers=tuple(s.line_id for s in group) if len(group) > 1 else (),
         replayed=fix,
+        saving_cap_ns=gap,
     )
 
 
