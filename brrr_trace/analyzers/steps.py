@@ -111,14 +111,10 @@ def calibrated(graph: StepGraph, trace: Trace, tolerance: float = 0.0) -> StepGr
     so there the measurement cannot tell those scales apart; the scale that matches it exactly
     would be the edge of that flat stretch, which makes the host as slow as the step allows
     (and a GPU fix look as if it saved little)."""
-    target = recorded_unprofiled_step(trace)
-    ranges = profiler_steps(trace)
-    if target is None or not ranges or not len(graph.start):
+    timed = _timed_step(graph, trace)
+    if timed is None:
         return graph
-
-    def step_at(scale: float) -> int:
-        return _replayed_step(graph.with_cost_scale(scale), ranges) or 0
-
+    target, ranges, step_at = timed
     at_model = graph.with_cost_scale(1.0)  # returned as it is, with the period it replayed
     if abs((_replayed_step(at_model, ranges) or 0) - target) <= tolerance * target:
         return at_model
@@ -128,6 +124,25 @@ def calibrated(graph: StepGraph, trace: Trace, tolerance: float = 0.0) -> StepGr
         return graph.with_cost_scale(_MAX_COST_SCALE)
     low, high = _bracket(step_at, target)
     return graph.with_cost_scale(round((low + high) / 2, 3))
+
+
+_StepAt = Callable[[float], int]  # the replayed step at a profiler-cost scale
+
+
+def _timed_step(
+    graph: StepGraph, trace: Trace
+) -> tuple[int, list[tuple[int, int]], _StepAt] | None:
+    """The step the recorder timed, the steps, and the replayed step at a scale; None without
+    such a measurement or anything to replay."""
+    target = recorded_unprofiled_step(trace)
+    ranges = profiler_steps(trace)
+    if target is None or not ranges or not len(graph.start):
+        return None
+
+    def step_at(scale: float) -> int:
+        return _replayed_step(graph.with_cost_scale(scale), ranges) or 0
+
+    return target, ranges, step_at
 
 
 def _bracket(step_at: Callable[[float], int], bound: float) -> tuple[float, float]:
@@ -153,13 +168,10 @@ def calibration_band(
     little with the scale while the host's own pace changes a lot (GPT small's recorded
     trace: scales 1.2 to 2.0 replay 13.4-13.8 ms against 13.5 timed, their hosts 11.4 to
     6.9 ms), so one calibrated scale is no more certain than this band."""
-    target = recorded_unprofiled_step(trace)
-    ranges = profiler_steps(trace)
-    if target is None or not ranges or not len(graph.start):
+    timed = _timed_step(graph, trace)
+    if timed is None:
         return None
-
-    def step_at(scale: float) -> int:
-        return _replayed_step(graph.with_cost_scale(scale), ranges) or 0
+    target, _, step_at = timed
 
     def least_scale_at_or_below(bound: float) -> float:
         """The least scale whose replayed step takes at most ``bound``."""

@@ -83,14 +83,15 @@ def _sync_lines(ctx: RuleContext) -> list[_SyncLine]:
         events = frozenset(ctx.graph.events_of(np.asarray(sorted(rows), dtype=np.int64)))
         replayed = int(waits[sorted(events)].sum()) if events else 0
         gap = ctx.timeline.sync_gaps.get(line_id, 0)
-        candidates.append((max(gap, replayed), line_id, tuple(sorted(rows)), events, gap))
+        candidates.append((max(gap, replayed), line_id, tuple(sorted(rows)), events, gap, replayed))
     candidates.sort(key=lambda c: (-c[0], c[1]))
     found = []
-    for _, line_id, rows_of_line, events, gap in candidates[: ctx.options.max_replayed_lines]:
+    for _, line_id, rows_of_line, events, gap, replayed in candidates[
+        : ctx.options.max_replayed_lines
+    ]:
         fix = Fix("the line's waits removed", unblocked=events)
         saving, evidence = ctx.replayed(fix)
         saving = _at_most_the_idle(saving, gap)
-        replayed = int(waits[sorted(events)].sum()) if events else 0
         found.append(
             _SyncLine(
                 line_id,
