@@ -1,4 +1,4 @@
-"""The replay run by run (``replay._replay_runs``, numpy between two blocking calls) gives the
+"""The replay run by run (``replay_runs.replay_runs``, numpy between two blocking calls) gives the
 event loop's ints: a graph worked by hand, then random graphs and fixes against the loop, which
 still replays the graphs the runs do not take (ops waiting on other streams, frequent blocking
 calls)."""
@@ -10,9 +10,10 @@ import random
 import numpy as np
 import pytest
 
-from brrr_trace.analyzers import replay
+from brrr_trace.analyzers import replay_runs
 from brrr_trace.analyzers.intervals import NONE
-from brrr_trace.analyzers.replay import CALL_NS, Fix, Launches, StepGraph
+from brrr_trace.analyzers.replay import Fix, Launches, StepGraph
+from brrr_trace.analyzers.replay_runs import CALL_NS
 
 
 def graph(
@@ -65,16 +66,16 @@ def by_loop_with_waits(g: StepGraph, fix: Fix, passes: int) -> tuple[int, list[i
 
 
 def by_runs_with_waits(g: StepGraph, fix: Fix, passes: int) -> tuple[int, list[int], list[int]]:
-    runs = replay._Runs.of(g)
+    runs = replay_runs.Runs.of(g)
     assert runs is not None
     ends: list[int] = []
     waits = np.zeros(len(g.launched), dtype=np.int64)
-    return replay._replay_runs(runs, fix, passes, ends, waits), ends, waits.tolist()
+    return replay_runs.replay_runs(runs, fix, passes, ends, waits), ends, waits.tolist()
 
 
 @pytest.fixture
 def short_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(replay, "_MIN_EVENTS_PER_RUN", 0)
+    monkeypatch.setattr(replay_runs, "MIN_EVENTS_PER_RUN", 0)
 
 
 def test_a_graph_worked_by_hand(short_runs: None) -> None:
@@ -170,9 +171,9 @@ def test_the_loop_replays_graphs_with_cross_stream_waits_or_frequent_blocking() 
         duration=[10, 10],
         latency=[0, 0],
     )
-    assert replay._Runs.of(g) is None  # 4 events, one blocking call: runs of 2
+    assert replay_runs.Runs.of(g) is None  # 4 events, one blocking call: runs of 2
     g.after = {1: 0}
-    assert replay._Runs.of(g) is None
+    assert replay_runs.Runs.of(g) is None
 
 
 def test_launches_are_one_ragged_array_per_graph() -> None:

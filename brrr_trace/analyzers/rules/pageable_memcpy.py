@@ -10,7 +10,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from brrr_trace.analyzers.replay import CALL_NS, Fix
+from brrr_trace.analyzers.replay import Fix
+from brrr_trace.analyzers.replay_runs import CALL_NS
 from brrr_trace.analyzers.rules.context import RawFinding, RuleContext
 
 
