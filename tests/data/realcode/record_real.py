@@ -53,6 +53,9 @@ PAIRS: list[tuple[str, list[str], list[str], str]] = [
     ("cnn", [], ["--workers", "4", "--pin-memory"], "dataloader-workers"),
     ("use_library", [], ["--sdpa"], "sdpa-in-library"),
     ("tiny_mlp", [], ["--graphs"], "cuda-graphs"),
+    ("amp_transformer", [], ["--fused"], "fused-adamw"),
+    ("rnn", [], ["--fused"], "fused-adam"),
+    ("rnn", [], ["--tf32"], "tf32"),
 ]
 
 

@@ -83,9 +83,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--clip", type=float, default=0.25)
     parser.add_argument("--tf32", action="store_true", help="TF32 matmuls")
+    parser.add_argument("--fused", action="store_true", help="Adam(fused=True)")
     train_utils.add_common_args(parser)
     args = train_utils.parse_args(parser, argv)
-
     train_utils.seed_everything(args.seed)
     device = train_utils.pick_device(args)
     if args.tf32:
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     corpus = make_corpus(vocab, 500_000)
     train_data = batchify(corpus, batch_size, device)
     model = LSTMLanguageModel(vocab, dim).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, fused=args.fused or None)
     model.train()
 
     state = {"hidden": model.init_hidden(batch_size, device), "pos": 0}
