@@ -1,5 +1,6 @@
-"""small-grid, exposed-communication and fp32-matmul on tiny synthetic traces: each rule
-firing, with its whole finding, and quiet where its condition does not hold. One screen per case."""
+"""small-grid, exposed-communication, fp32-matmul, host-sync and unfused-optimizer on tiny
+synthetic traces: each rule firing, with its whole finding, and quiet where its condition does
+not hold. One screen per case."""
 
 from __future__ import annotations
 
@@ -256,8 +257,8 @@ def test_a_functions_sync_lines_are_replayed_together(tmp_path: Path) -> None:
         "host-sync",
         7,
         message="the host waits for the GPU on lines 7, 8 of step (.item(), .cpu(), print, "
-        "synchronize) 6 time(s), 51.0 µs in all; the queue drains and the GPU idles 1.16 ms "
-        "until the host catches up",
+        "synchronize) 6 time(s), 51.0 µs in all; the queue drains, and the GPU then idles 1.16 "
+        "ms until the host's next launch",
         fix=host_sync_fix(),
         est_savings_ns=997_500,
         est_savings_per_step_ns=332_500,
@@ -298,3 +299,83 @@ def test_a_trace_whose_host_launches_and_waits_for_nothing_has_no_sync_finding(
     # Only a kernel launched before the profiler started: the replay has no event at all.
     events = [frame("train.py(4): step", 0.0, 100.0), kernel(ADD, 0.0, 5.0, corr=99)]
     assert findings(write(tmp_path / "t.json", events), "host-sync") == []
+
+
+FOREACH_MUL = (
+    "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+    "namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlpha"
+    "Functor<float, 2, 2, 0>, std::multiplies<float>, float>(T1, T2, T3, T4)"
+)
+
+
+def steps_of_an_amp_optimizer(scaler_frames: bool = True) -> list[dict]:
+    """Three 1 ms steps: a 700 µs GEMM (the backward), then ``scaler.step(optimizer)``: a
+    GradScaler reading found_inf (an ``.item()`` that waits for the GEMM) and a foreach
+    AdamW step launching one 20 µs kernel."""
+    events = []
+    for k in range(3):
+        t = 1000.0 * k
+        events += [
+            {**op(f"ProfilerStep#{k + 1}", t, 1000.0), "cat": "user_annotation"},
+            frame("train.py(4): step", t, 990.0),
+            launch(t + 1.0, corr=10 * k + 1),
+            kernel(BF16_GEMM, t + 6.0, 700.0, corr=10 * k + 1),
+            *(
+                [frame("torch/amp/grad_scaler.py(363): _maybe_opt_step", t + 10.0, 760.0)]
+                if scaler_frames
+                else []
+            ),
+            op("aten::item", t + 11.0, 697.0),
+            runtime("cudaStreamSynchronize", t + 12.0, 695.0),
+            {**op("Optimizer.step#AdamW.step", t + 710.0, 50.0), "cat": "user_annotation"},
+            op("aten::_foreach_mul_", t + 712.0, 10.0),
+            launch(t + 714.0, corr=10 * k + 2),
+            kernel(FOREACH_MUL, t + 720.0, 20.0, corr=10 * k + 2),
+        ]
+    return events
+
+
+def test_a_grad_scalers_wait_is_the_fused_optimizers_to_remove(tmp_path: Path) -> None:
+    # A GradScaler reads found_inf on the host before a foreach step, and a fused step reads
+    # it on the GPU: one finding, the fused step, with the waits removed. Replayed without
+    # them the host needs ~300 µs a step and the GPU paces the loop: the GEMM and the fused
+    # kernel, 700 + 0.34 x 20 = 706.8 µs, against 995.166 µs a step replayed with the waits
+    # (the report's steps: the trace's 1000 µs less the profiler's cost after the syncs).
+    # 288.366 µs a step, three steps.
+    report = analyze(write(tmp_path / "t.json", steps_of_an_amp_optimizer()))
+    assert report.steps is not None and report.steps.replayed_ns == 995_166
+    assert [f.rule for f in report.findings] == ["unfused-optimizer"]
+    expected = on_step(
+        "unfused-optimizer",
+        4,
+        message="the optimizer step runs the foreach implementation: 3 kernels in 3 steps, a "
+        "pass over the parameters per operation; before each step the GradScaler waits for "
+        "the GPU to read found_inf (3 blocking calls, 2.08 ms in all), which a fused step "
+        "reads on the GPU",
+        fix="Use the fused implementation: torch.optim.AdamW(params, lr=..., fused=True) (or "
+        "foreach=True). A GradScaler then hands found_inf to the fused kernel instead of "
+        "waiting for it.",
+        est_savings_ns=865_100,
+        est_savings_per_step_ns=288_366,
+        est_savings_range_ns=(851_100, 866_850),
+        evidence={
+            "kernels": 3,
+            "bytes": 0,
+            "found_inf_reads": 3,
+            "replayed": "the step's kernels fused into one pass over the parameters, the "
+            "GradScaler's waits for found_inf removed",
+        },
+    )
+    assert report.findings[0] == expected
+
+
+def test_a_wait_outside_a_grad_scaler_is_not_the_optimizers(tmp_path: Path) -> None:
+    # The same steps with no GradScaler frame around the `.item()`: the wait is the line's
+    # own, and fusing the step saves what it shortens after the wait: the kernel's 13.2 µs a
+    # step and at most 0.55 of the step's 50 µs of host time. The wait itself is host-sync's,
+    # held to the 14 µs of idle it left the GPU a step: too little to report.
+    report = analyze(write(tmp_path / "t.json", steps_of_an_amp_optimizer(scaler_frames=False)))
+    (finding,) = report.findings
+    assert finding.rule == "unfused-optimizer" and "found_inf_reads" not in finding.evidence
+    assert finding.message.endswith("a pass over the parameters per operation")
+    assert 3 * 13_200 < finding.est_savings_ns < 3 * (13_200 + 0.55 * 50_000)

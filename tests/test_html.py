@@ -261,7 +261,7 @@ def test_the_dom_holds_what_the_json_report_holds(tmp_path: Path) -> None:
     assert findings == [
         (f["rule"], f["file"], f["line"], f["est_savings_us"]) for f in expected["findings"]
     ]
-    assert len(findings) == 12
+    assert len(findings) == 11
     (summary,) = found.where("section", id="summary")
     assert summary["data-kernels"] == str(expected["summary"]["kernels"])
     # The timeline's script ran (under the page's policy) and drew every segment.

@@ -52,10 +52,22 @@ def find(ctx: RuleContext) -> list[RawFinding]:
             # A rule replays a finding's fix just before it yields the finding.
             found.append(replace(finding, replayed=finding.replayed or ctx.last_fix))
             ctx.last_fix = None
-    hidden = {
-        (f.line_id, generic) for f in found for generic in _SUPERSEDES.get(f.rule, frozenset())
+    specific = {
+        (f.line_id, generic): f.est_savings_ns
+        for f in found
+        for generic in _SUPERSEDES.get(f.rule, frozenset())
     }
-    found = [f for f in found if (f.line_id, f.rule) not in hidden]
+    # A generic finding over several lines (a CUDA graph of a whole step) stays where the
+    # line's specific fix saves only a small part of it.
+    found = [
+        f
+        for f in found
+        if (f.line_id, f.rule) not in specific
+        or (
+            len(f.covers) > 1
+            and specific[(f.line_id, f.rule)] < ctx.options.superseding_share * f.est_savings_ns
+        )
+    ]
     # Two ways to one diagnosis (attention inside the library a line calls, or by hand among
     # the line's own kernels): the line gets it once, from the rule that runs first.
     seen: set[tuple[int, str]] = set()

@@ -11,6 +11,7 @@ from brrr_trace.analyzers.attribution import Locator
 from brrr_trace.analyzers.collectives import Collectives
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.op_lines import OpAttribution
+from brrr_trace.analyzers.optimizer_steps import OptimizerStep, optimizer_steps
 from brrr_trace.analyzers.regimes import LineCost, OpClasses
 from brrr_trace.analyzers.replay import Fix, StepGraph, build_graph
 from brrr_trace.analyzers.steps import (
@@ -60,6 +61,7 @@ class RuleContext:
     last_fix: Fix | None = None  # the fix ``replayed`` was last asked for
     _bounds: tuple[StepGraph, ...] | None = None
     _replayed_span: int | None = None
+    _optimizer_steps: list[OptimizerStep] | None = None
 
     def __post_init__(self) -> None:
         placed = np.flatnonzero(self.ops.line != NONE)
@@ -111,6 +113,15 @@ class RuleContext:
                 self.options.profiler_cost_calibration_tolerance,
             )
         return self._graph
+
+    @property
+    def optimizer_steps(self) -> list[OptimizerStep]:
+        """The optimizer's steps, their kernels and a GradScaler's waits before each."""
+        if self._optimizer_steps is None:
+            self._optimizer_steps = optimizer_steps(
+                self.trace, self.ops, self.timeline.blocking_rows
+            )
+        return self._optimizer_steps
 
     def replayed(self, fix: Fix) -> tuple[int, dict[str, float | int | str]]:
         """The saving of a fix by replay, and the evidence that says which fix it was. A fix

@@ -32,8 +32,13 @@ def unfused_elementwise(ctx: RuleContext) -> Iterator[RawFinding]:
     for sid in distinct(gpu.name).tolist():
         text = strings[sid]
         fusable[sid] = not text.startswith("triton_") and not _NOT_FUSABLE.search(text)
+    # An optimizer step's kernels are unfused-optimizer's: its fix is the fused step.
+    in_step = np.zeros(len(gpu.start_ns), dtype=bool)
+    for step in ctx.optimizer_steps:
+        in_step[step.kernels] = True
     candidate = (
         (ctx.ops.line != NONE)
+        & ~in_step
         & ctx.of_kind(KernelKind.ELEMENTWISE, KernelKind.REDUCTION, KernelKind.NORM)
         & (ctx.classes.regime == _REGIME_CODE[Regime.MEMORY])
         & fusable[gpu.name]

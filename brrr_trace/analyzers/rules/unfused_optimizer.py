@@ -1,7 +1,9 @@
 """unfused-optimizer: an optimizer step that runs per-parameter or foreach kernels.
 
-Why it costs: many launches and a pass over the parameters per op. The saving: the replay with
-the step's kernels at one pass's bytes and its host work down to a fused step's.
+Why it costs: many launches and a pass over the parameters per op; under a GradScaler, a wait
+for the GPU before every step to read found_inf (a fused step takes it on the GPU). The saving:
+the replay with the step's kernels at one pass's bytes, its host work down to a fused step's
+and the GradScaler's waits removed.
 """
 
 from __future__ import annotations
@@ -12,49 +14,48 @@ import numpy as np
 
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.replay import Fix
-from brrr_trace.analyzers.rules.context import RawFinding, RuleContext
+from brrr_trace.analyzers.rules.context import RawFinding, RuleContext, duration_text
 from brrr_trace.traces.model import Trace
 
 
 def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
     cpu = ctx.trace.cpu_ops
-    strings = ctx.trace.strings
-    steps = [
-        row
-        for row in np.flatnonzero(cpu.annotation).tolist()
-        if strings[cpu.name[row]].startswith("Optimizer.step#")
-    ]
-    if not steps:
-        return
-    host = ctx.trace.host_calls
-    launched = ctx.ops.launch != NONE
-    launch_t = np.where(launched, host.start_ns[np.maximum(ctx.ops.launch, 0)], -1)
-    launch_thread = np.where(launched, host.thread[np.maximum(ctx.ops.launch, 0)], NONE)
     per_line: dict[int, list[int]] = {}
     steps_of_line: dict[int, list[int]] = {}
+    reads_of_line: dict[int, list[int]] = {}
     foreach: dict[int, bool] = {}
-    # Kernels by launch time, so that each step finds its own by binary search.
-    by_launch = np.argsort(launch_t, kind="stable")
-    launch_sorted = launch_t[by_launch]
-    for row in steps:
-        lo = int(np.searchsorted(launch_sorted, cpu.start_ns[row], side="left"))
-        hi = int(np.searchsorted(launch_sorted, cpu.end_ns[row], side="right"))
-        near = by_launch[lo:hi]
-        kernels = np.sort(near[launch_thread[near] == cpu.thread[row]])
+    for step in ctx.optimizer_steps:
+        row = step.row
         form = _multi_tensor_form(ctx.trace, row)
-        if len(kernels) < ctx.options.many_kernels or form == "fused":
+        if form == "fused":
+            continue
+        # A per-parameter step is worth fusing when it launches many kernels; a foreach step
+        # runs few by design and still passes over the parameters once per op, and a
+        # GradScaler's wait before either is the fused step's to remove.
+        if (
+            form is None
+            and len(step.kernels) < ctx.options.many_kernels
+            and not (step.found_inf_reads)
+        ):
             continue
         line = ctx.locator.line_at(int(cpu.thread[row]), int(cpu.start_ns[row]))
+        if line == NONE and len(step.kernels):
+            # No Python frames: the line its kernels are on (the step's own op row).
+            placed = ctx.ops.line[step.kernels]
+            placed = placed[placed != NONE]
+            if len(placed):
+                line = int(np.bincount(placed).argmax())
         if line != NONE:
             foreach.setdefault(line, form == "foreach")
-            per_line.setdefault(line, []).extend(kernels.tolist())
+            per_line.setdefault(line, []).extend(step.kernels.tolist())
             steps_of_line.setdefault(line, []).append(row)
+            reads_of_line.setdefault(line, []).extend(step.found_inf_reads)
     for line_id, line_kernels in per_line.items():
         cost = ctx.by_id.get(line_id)
         if cost is None:
             continue
-        rows = np.asarray(line_kernels)
-        nbytes = float(np.nansum(ctx.classes.nbytes[rows]))
+        rows = np.asarray(sorted(set(line_kernels)), dtype=np.int64)
+        nbytes = float(np.nansum(ctx.classes.nbytes[rows])) if len(rows) else 0.0
         hbm = ctx.peak.hbm_gbps * 1e9 if ctx.peak and ctx.peak.hbm_gbps else None
         ideal = nbytes / (ctx.options.achievable_bandwidth * hbm) * 1e9 if hbm else 0.0
         spent_gpu = max(1, int(ctx.duration(rows).sum()))
@@ -72,34 +73,64 @@ def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
                     int(cpu.thread[row]), cpu.start_ns[row : row + 1], cpu.end_ns[row : row + 1]
                 )
             )
-        # What the fused step still costs the host: its Python and a launch per parameter group.
-        keep = ctx.options.fused_step_host_ns * len(steps_of_line[line_id])
+        # What the fused step still costs the host: its Python and a launch per parameter
+        # group; a foreach step's Python gathers the same lists the fused one does.
         total = max(1, sum(saved.values()))
+        keep = (
+            int(total * ctx.options.fused_share_of_foreach_host)
+            if foreach[line_id]
+            else ctx.options.fused_step_host_ns * len(steps_of_line[line_id])
+        )
         saved = {e: ns - ns * min(keep, total) // total for e, ns in saved.items()}
         events = ctx.graph.events_launching(rows)
+        reads = reads_of_line[line_id]
+        unblocked = frozenset(ctx.graph.events_of(np.asarray(sorted(reads), dtype=np.int64)))
         fix = Fix(
-            "the step's kernels fused into one pass over the parameters",
+            "the step's kernels fused into one pass over the parameters"
+            + (", the GradScaler's waits for found_inf removed" if unblocked else ""),
             host_saved=saved,
             durations={r: int(ctx.graph.duration[r] * scale) for r in rows.tolist()},
             own={e: 0 for e in events},
+            unblocked=unblocked,
         )
         saving, evidence = ctx.replayed(fix)
         if not ctx.worth_it(saving):
             continue
+        host = ctx.trace.host_calls
+        waited = int((host.end_ns[reads] - host.start_ns[reads]).sum()) if reads else 0
+        n_steps = len(steps_of_line[line_id])
+        kernels = f"{len(rows)} kernels" + (f" in {n_steps} steps" if n_steps > 1 else "")
+        form_text = (
+            f"the optimizer step runs the foreach implementation: {kernels}, a pass over the "
+            "parameters per operation"
+            if foreach[line_id]
+            else f"the optimizer step launches {kernels}, one small group per parameter"
+        )
+        scaler_text = (
+            f"; before each step the GradScaler waits for the GPU to read found_inf "
+            f"({len(reads)} blocking calls, {duration_text(waited)} in all), which a fused step "
+            "reads on the GPU"
+            if reads
+            else ""
+        )
         yield RawFinding(
             "unfused-optimizer",
             line_id,
             int(saving),
-            (
-                f"the optimizer step runs the foreach implementation: {len(rows)} kernels, a "
-                "pass over the parameters per operation"
-                if foreach[line_id]
-                else f"the optimizer step launches {len(rows)} kernels, one small group per "
-                "parameter"
-            ),
+            form_text + scaler_text,
             "Use the fused implementation: torch.optim.AdamW(params, lr=..., fused=True) "
-            "(or foreach=True).",
-            {"kernels": len(rows), "bytes": int(nbytes), **evidence},
+            "(or foreach=True)."
+            + (
+                " A GradScaler then hands found_inf to the fused kernel instead of waiting for it."
+                if reads
+                else ""
+            ),
+            {
+                "kernels": len(rows),
+                "bytes": int(nbytes),
+                **({"found_inf_reads": len(reads)} if reads else {}),
+                **evidence,
+            },
         )
 
 

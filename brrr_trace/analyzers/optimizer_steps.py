@@ -1,0 +1,89 @@
+"""The optimizer's steps in a trace: each ``Optimizer.step#`` range torch.optim records, the GPU
+ops it launched, and the waits of a GradScaler for its found_inf flags just before it.
+
+``GradScaler.step`` reads found_inf with ``.item()`` before it calls a foreach or per-parameter
+step (``_maybe_opt_step``), so the host waits for the whole backward each step; a fused step
+(``fused=True``) is handed found_inf on the GPU and nothing waits. Those waits are the fused
+step's to remove, not a logging line's (``rules/unfused_optimizer.py``, ``rules/host_sync.py``).
+A trace without Python frames (no ``with_stack``) cannot tell them from other syncs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.op_lines import OpAttribution
+from brrr_trace.arraysets import distinct, member
+from brrr_trace.traces.model import Trace
+
+_FOUND_INF_READ = re.compile(r"grad_scaler\.py\(\d+\): _maybe_opt_step$")
+
+
+@dataclass(frozen=True)
+class OptimizerStep:
+    row: int  # the ``Optimizer.step#`` range in ``cpu_ops``
+    kernels: np.ndarray  # GPU op rows launched inside it from its thread, in row order
+    found_inf_reads: tuple[int, ...]  # blocking ``host_calls`` rows of a GradScaler before it
+
+
+def optimizer_steps(
+    trace: Trace, ops: OpAttribution, blocking_rows: np.ndarray
+) -> list[OptimizerStep]:
+    cpu = trace.cpu_ops
+    strings = trace.strings
+    rows = [
+        row
+        for row in np.flatnonzero(cpu.annotation).tolist()
+        if strings[cpu.name[row]].startswith("Optimizer.step#")
+    ]
+    if not rows:
+        return []
+    host = trace.host_calls
+    launched = ops.launch != NONE
+    launch_t = np.where(launched, host.start_ns[np.maximum(ops.launch, 0)], -1)
+    launch_thread = np.where(launched, host.thread[np.maximum(ops.launch, 0)], NONE)
+    # GPU ops by launch time, so that each step finds its own by binary search.
+    by_launch = np.argsort(launch_t, kind="stable")
+    launch_sorted = launch_t[by_launch]
+    readers = _found_inf_frames(trace)
+    blocking = np.asarray(blocking_rows, dtype=np.int64)
+    steps = []
+    for row in rows:
+        thread, start, end = int(cpu.thread[row]), int(cpu.start_ns[row]), int(cpu.end_ns[row])
+        lo = int(np.searchsorted(launch_sorted, start, side="left"))
+        hi = int(np.searchsorted(launch_sorted, end, side="right"))
+        near = by_launch[lo:hi]
+        kernels = np.sort(near[launch_thread[near] == thread])
+        reads: tuple[int, ...] = ()
+        for f_start, f_end in readers.get(thread, ()):
+            if f_start <= start <= f_end:
+                inside = blocking[
+                    (host.thread[blocking] == thread)
+                    & (host.start_ns[blocking] >= f_start)
+                    & (host.start_ns[blocking] < start)
+                ]
+                reads = tuple(sorted(inside.tolist()))
+                break
+        steps.append(OptimizerStep(row, kernels, reads))
+    return steps
+
+
+def _found_inf_frames(trace: Trace) -> dict[int, list[tuple[int, int]]]:
+    """Per thread, the (start, end) of each GradScaler frame that reads found_inf."""
+    frames = trace.frames
+    if not len(frames):
+        return {}
+    names = distinct(frames.name)
+    wanted = [int(n) for n in names.tolist() if _FOUND_INF_READ.search(trace.strings[int(n)])]
+    if not wanted:
+        return {}
+    out: dict[int, list[tuple[int, int]]] = {}
+    for k in np.flatnonzero(member(frames.name, wanted)).tolist():
+        out.setdefault(int(frames.thread[k]), []).append(
+            (int(frames.start_ns[k]), int(frames.end_ns[k]))
+        )
+    return out
