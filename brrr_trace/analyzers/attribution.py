@@ -28,6 +28,7 @@ from brrr_trace.analyzers.intervals import NONE, Innermost
 from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.safe_read import SourceSkipped, source_mtime
 from brrr_trace.analyzers.source import Body, Observed, find_body, frame_function, observe
+from brrr_trace.analyzers.thread_index import ThreadIndexes, inside
 from brrr_trace.arraysets import distinct, member
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.brrr_fields import LINE_ANNOTATION_PREFIX
@@ -36,7 +37,7 @@ from brrr_trace.vocabulary import Precision
 
 _DATALOADER_NEXT = ("dataloader.py", "__next__")
 _MAX_CUTS = 4096  # pieces of a host gap looked up for the statement running (lines_over)
-_COPY_CHUNK = 1 << 18  # times copied or compared at a time (_copy_kept, _without_repeats)
+_FRAME_CHUNK = 1 << 18  # frames looked up at a time (_compiled_frames)
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,6 @@ class Locator:
         self._bodies: dict[int, Body | None] = {}
         self.skipped_sources: dict[str, str] = {}  # source files not read, and why
         self._observed: dict[tuple[int, bool, tuple[str, ...]], Observed] = {}
-        self._thread_events: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._traced: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._edges: dict[int, np.ndarray] = {}
         self._backward: BackwardIndex | None = None
         self._parents: np.ndarray | None = None
         self._top_ops: tuple[np.ndarray, Innermost, Innermost, np.ndarray] | None = None
@@ -114,6 +112,7 @@ class Locator:
         )
         self._marker_rows = np.flatnonzero(marked)
         self._markers = Innermost(cpu.thread[marked], cpu.start_ns[marked], cpu.end_ns[marked])
+        self._threads = ThreadIndexes(trace, self._marker_rows)
 
     def _backward_index(self) -> BackwardIndex:
         if self._backward is None:
@@ -367,40 +366,6 @@ class Locator:
         self._bodies[name_id] = body
         return body
 
-    def _events_of(self, thread: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Frames and ATen ops of a thread by start, outer first: start, end, row, is_frame."""
-        found = self._thread_events.get(thread)
-        if found is None:
-            frames, cpu = self.trace.frames, self.trace.cpu_ops
-            mine = frames.thread == thread
-            ops = (cpu.thread == thread) & ~cpu.annotation
-            nf = int(np.count_nonzero(mine))
-            n = nf + int(np.count_nonzero(ops))
-            # Each column made once, a chunk at a time, and put in order as soon as it is made:
-            # the thread's longest table (a main thread with millions of frames) is held twice
-            # one column at a time, not whole.
-            start = np.empty(n, dtype=np.int64)
-            _copy_kept(cpu.start_ns, ops, start, _copy_kept(frames.start_ns, mine, start, 0))
-            end = np.empty(n, dtype=np.int64)
-            _copy_kept(cpu.end_ns, ops, end, _copy_kept(frames.end_ns, mine, end, 0))
-            # Frames before ops on a tie: a built-in frame wraps the op it calls. The frames
-            # come first, so a stable order by start, then the longer first, puts them there.
-            np.negative(end, out=end)
-            order = np.lexsort((end, start))
-            np.negative(end, out=end)
-            start = start[order]
-            end = end[order]
-            is_frame = order < nf
-            # Rows as int32 while the tables are shorter than 2**31 (always, in practice).
-            wide = max(len(frames), len(cpu)) >= 1 << 31
-            row = np.empty(n, dtype=np.int64 if wide else np.int32)
-            _rows_kept(ops, row, _rows_kept(mine, row, 0))
-            row = row[order]
-            del order
-            found = (start, end, row, is_frame)
-            self._thread_events[thread] = found
-        return found
-
     def _invocation(self, row: int, body: Body | None) -> _Children:
         """The events directly inside one invocation of a user frame, with their lines."""
         cached = self._children.get(row)
@@ -409,7 +374,7 @@ class Locator:
         frames, cpu = self.trace.frames, self.trace.cpu_ops
         thread = int(frames.thread[row])
         s, e = int(frames.start_ns[row]), int(frames.end_ns[row])
-        starts, ends, rows, is_frame = self._events_of(thread)
+        starts, ends, rows, is_frame = self._threads.events_of(thread)
         lo = int(np.searchsorted(starts, s, side="left"))
         hi = int(np.searchsorted(starts, e, side="right"))
         keep = np.ones(hi - lo, dtype=bool)
@@ -491,7 +456,7 @@ class Locator:
             if h == NONE:
                 continue
             sel = np.flatnonzero(thread == h)
-            traced = self._traced_starts(int(h))
+            traced = self._threads.traced_starts(int(h))
             runs_python = len(traced[0]) > 0
             costs = (
                 o.profiler_cost_per_frame_ns,
@@ -505,23 +470,6 @@ class Locator:
         capped: np.ndarray = np.minimum(out, b - a)
         return capped
 
-    def _traced_starts(self, thread: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Start times of what the profiler recorded on a thread: Python frames, ATen ops, CUDA
-        API calls, the recorder's ``brrr.line`` annotations."""
-        found = self._traced.get(thread)
-        if found is None:
-            trace = self.trace
-            cpu = trace.cpu_ops
-            # The tables are sorted by start (traces/model.py), so what a mask keeps is too;
-            # a thread that has a whole table (the main thread's frames) shares its column.
-            frames = _of_thread(trace.frames.start_ns, trace.frames.thread == thread)
-            ops = _of_thread(cpu.start_ns, (cpu.thread == thread) & ~cpu.annotation)
-            calls = _of_thread(trace.host_calls.start_ns, trace.host_calls.thread == thread)
-            markers = cpu.start_ns[self._marker_rows][cpu.thread[self._marker_rows] == thread]
-            found = (frames, ops, calls, markers)
-            self._traced[thread] = found
-        return found
-
     def let_go(
         self, *, cut_points: bool = False, thread_events: bool = False, traced: bool = False
     ) -> None:
@@ -530,12 +478,7 @@ class Locator:
         the cut points (``lines_over``, ``calls_between``: the timeline) are 29 MB, the events
         by thread (call sites, ``_invocation``) 45 MB, the traced starts (the profiler's cost)
         20 MB, all alive at the analysis's peak, when the rules replay their fixes."""
-        if cut_points:
-            self._edges.clear()
-        if thread_events:
-            self._thread_events.clear()
-        if traced:
-            self._traced.clear()
+        self._threads.let_go(cut_points=cut_points, thread_events=thread_events, traced=traced)
 
     def line_at(self, thread: int, t: int) -> int:
         return int(self.lines_at(np.array([thread]), np.array([t]))[0])
@@ -546,7 +489,7 @@ class Locator:
         frame was running. The statement can change only where a Python call or an ATen op
         starts or ends, so [a, b) is cut there (at most ``_MAX_CUTS`` pieces, evenly thinned
         beyond that)."""
-        cuts = _inside(self._frame_edges(thread), a, b)
+        cuts = inside(self._threads.frame_edges(thread), a, b)
         if len(cuts) > _MAX_CUTS:
             cuts = cuts[np.linspace(0, len(cuts) - 1, _MAX_CUTS).astype(np.int64)]
         edges = np.concatenate(([a], cuts, [b])).astype(np.int64)
@@ -585,7 +528,7 @@ class Locator:
                 continue
             caller = int(frames.thread[call])
             cuts = distinct(
-                np.concatenate([_inside(self._frame_edges(t), x, y) for t in (h, caller)])
+                np.concatenate([inside(self._threads.frame_edges(t), x, y) for t in (h, caller)])
             )
             if len(cuts) > _MAX_CUTS:
                 cuts = cuts[np.linspace(0, len(cuts) - 1, _MAX_CUTS).astype(np.int64)]
@@ -645,32 +588,11 @@ class Locator:
         out = np.zeros(len(a), dtype=bool)
         for h in distinct(thread).tolist():
             sel = np.flatnonzero(thread == h)
-            cuts = self._frame_edges(int(h))
+            cuts = self._threads.frame_edges(int(h))
             out[sel] = np.searchsorted(cuts, b[sel], side="left") > np.searchsorted(
                 cuts, a[sel], side="right"
             )
         return out
-
-    def _frame_edges(self, thread: int) -> np.ndarray:
-        """Sorted times where a Python call or an ATen op starts or ends on the thread: an
-        operator (``a < b``, ``x - y``) runs its op with no Python call around it."""
-        found = self._edges.get(thread)
-        if found is None:
-            frames, cpu = self.trace.frames, self.trace.cpu_ops
-            mine = frames.thread == thread
-            ops = (cpu.thread == thread) & ~cpu.annotation
-            parts = (frames.start_ns, frames.end_ns, cpu.start_ns, cpu.end_ns)
-            masks = (mine, mine, ops, ops)
-            # Made in one array and sorted and thinned in place: the main thread's edges are
-            # tens of MB, and each copy of them was the timeline's peak.
-            found = np.empty(sum(int(np.count_nonzero(m)) for m in masks), dtype=np.int64)
-            at = 0
-            for times, keep in zip(parts, masks, strict=True):
-                at = _copy_kept(times, keep, found, at)
-            found.sort()
-            found = _without_repeats(found)
-            self._edges[thread] = found
-        return found
 
     def dataloader_wait(self, thread: int, a: int, b: int) -> tuple[int, int]:
         """ns of [a, b) the thread spent in DataLoader ``__next__``, and the line that called it."""
@@ -702,52 +624,6 @@ class _Children:
     ends: np.ndarray
     exact: tuple[int | None, ...]  # the recorder's call-site line of child frames
     aligned: tuple[int | None, ...]  # lines recovered from the source
-
-
-def _of_thread(times: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """The times a mask keeps; the column itself (no copy) where it keeps all of them."""
-    return times if keep.all() else times[keep]
-
-
-def _copy_kept(times: np.ndarray, keep: np.ndarray, out: np.ndarray, at: int) -> int:
-    """The times a mask keeps, written into ``out`` from ``at`` a chunk at a time (a masked
-    copy of a whole column is tens of MB for a moment); the position after them."""
-    for lo in range(0, len(times), _COPY_CHUNK):
-        kept = times[lo : lo + _COPY_CHUNK][keep[lo : lo + _COPY_CHUNK]]
-        out[at : at + len(kept)] = kept
-        at += len(kept)
-    return at
-
-
-def _rows_kept(keep: np.ndarray, out: np.ndarray, at: int) -> int:
-    """The rows a mask keeps, written into ``out`` from ``at`` a chunk at a time (as
-    ``_copy_kept``); the position after them."""
-    for lo in range(0, len(keep), _COPY_CHUNK):
-        kept = np.flatnonzero(keep[lo : lo + _COPY_CHUNK]) + lo
-        out[at : at + len(kept)] = kept
-        at += len(kept)
-    return at
-
-
-def _without_repeats(times: np.ndarray) -> np.ndarray:
-    """Sorted times with each value once, thinned in place a chunk at a time (a mask and a
-    copy of the whole held it twice); ``times`` must own its memory."""
-    n = len(times)
-    if not n:
-        return times
-    written = 1
-    for lo in range(1, n, _COPY_CHUNK):
-        hi = min(n, lo + _COPY_CHUNK)
-        new = times[lo:hi][times[lo:hi] != times[lo - 1 : hi - 1]]
-        times[written : written + len(new)] = new
-        written += len(new)
-    times.resize(written, refcheck=False)  # the caller's own array: no other view of it
-    return times
-
-
-def _inside(times: np.ndarray, a: int, b: int) -> np.ndarray:
-    """The sorted times strictly inside (a, b)."""
-    return times[np.searchsorted(times, a, side="right") : np.searchsorted(times, b, side="left")]
 
 
 def outermost_ops(trace: Trace) -> np.ndarray:
@@ -823,8 +699,8 @@ def _compiled_frames(trace: Trace, user: np.ndarray) -> np.ndarray:
         w_reach = np.maximum.accumulate(frames.end_ns[win][order])
         # The thread's frames a chunk at a time: its millions of rows and their lookups at
         # once were ~60 MB for a moment (0.86 GB benchmark trace).
-        for lo in range(0, len(frames), _COPY_CHUNK):
-            on = lo + np.flatnonzero(frames.thread[lo : lo + _COPY_CHUNK] == h)
+        for lo in range(0, len(frames), _FRAME_CHUNK):
+            on = lo + np.flatnonzero(frames.thread[lo : lo + _FRAME_CHUNK] == h)
             k = np.searchsorted(w_start, frames.start_ns[on], side="right") - 1
             ok = k >= 0
             inside[on[ok]] = frames.end_ns[on[ok]] <= w_reach[k[ok]]
