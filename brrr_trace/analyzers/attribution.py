@@ -9,7 +9,7 @@ time lands on the forward line.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -302,30 +302,33 @@ class Locator:
                 t_eff[move] = child.starts[(k + 1)[move]]
                 # The child whose line a query takes: the one it is in, else the next, else
                 # the last.
-                near = np.where(inside, k, np.where(has_next, k + 1, k)).tolist()
+                near = np.where(inside, k, np.where(has_next, k + 1, k))
             marked = self._marked_lines(row, t_eff)
             if not n and not (marked != NONE).any():
                 continue
-            if not n:
-                near = [-1] * len(sel)
-            exact, aligned = child.exact, child.aligned
-            hit: list[int] = []
-            found: list[int] = []
-            for q, j, mark in zip(sel.tolist(), near, marked.tolist(), strict=True):
-                if mark != NONE:
-                    line, precision = mark, Precision.EXACT
-                elif j < 0:
-                    continue
-                elif exact[j] is not None:
-                    line, precision = exact[j], Precision.EXACT
-                elif aligned[j] is not None:
-                    line, precision = aligned[j], Precision.RECOVERED
-                else:
-                    continue
-                hit.append(q)
-                found.append(statement(name_id, line, precision))
-            if hit:
-                out[hit] = found
+            # The recorder's marks first, then its call-site lines, then the source's.
+            line = marked
+            code = np.where(marked != NONE, _EXACT, _NO_LINE)
+            if n:
+                exact, aligned = child.exact_line[near], child.aligned_line[near]
+                take = code == _NO_LINE
+                by_exact = take & (exact != NONE)
+                by_aligned = take & ~by_exact & (aligned != NONE)
+                line = np.where(by_exact, exact, np.where(by_aligned, aligned, marked))
+                code = np.where(by_exact, _EXACT, np.where(by_aligned, _RECOVERED, code))
+            hit = np.flatnonzero(code != _NO_LINE)
+            if not len(hit):
+                continue
+            # Each (line, precision) interned once, in the order the queries first meet it
+            # (the order ids are handed out in, as one lookup per query would).
+            pairs, first, inverse = np.unique(
+                line[hit] * 4 + code[hit], return_index=True, return_inverse=True
+            )
+            ids = np.empty(len(pairs), dtype=np.int64)
+            for u in np.argsort(first, kind="stable").tolist():
+                q = int(hit[first[u]])
+                ids[u] = statement(name_id, int(line[q]), _PRECISION_OF[int(code[q])])
+            out[sel[hit]] = ids[inverse.reshape(-1)]
 
     def _marked_lines(self, frame_row: int, t: np.ndarray) -> np.ndarray:
         """Lines from ``brrr.line N`` annotations (written by ``brrr-trace record``) around t,
@@ -419,7 +422,9 @@ class Locator:
             if found is None:
                 found = self._alignments[memo_key] = align(body, tuple(seen), tuple(exact))
             aligned = found
-        result = _Children(child_start, child_end, tuple(exact), aligned)
+        result = _Children(
+            child_start, child_end, tuple(exact), aligned, _line_array(exact), _line_array(aligned)
+        )
         self._children[row] = result
         return result
 
@@ -489,23 +494,46 @@ class Locator:
         frame was running. The statement can change only where a Python call or an ATen op
         starts or ends, so [a, b) is cut there (at most ``_MAX_CUTS`` pieces, evenly thinned
         beyond that)."""
-        cuts = inside(self._threads.frame_edges(thread), a, b)
-        if len(cuts) > _MAX_CUTS:
-            cuts = cuts[np.linspace(0, len(cuts) - 1, _MAX_CUTS).astype(np.int64)]
-        edges = np.concatenate(([a], cuts, [b])).astype(np.int64)
-        widths = np.diff(edges)
-        mids = edges[:-1] + widths // 2
-        threads = np.full(len(mids), thread, dtype=np.int64)
+        return self.lines_over_many(
+            np.array([thread], dtype=np.int64),
+            np.array([a], dtype=np.int64),
+            np.array([b], dtype=np.int64),
+        )[0]
+
+    def lines_over_many(
+        self, thread: np.ndarray, a: np.ndarray, b: np.ndarray
+    ) -> list[list[tuple[int, int]]]:
+        """``lines_over`` of each window [a, b) of a thread, all pieces looked up together (a
+        trace has many host gaps, and a lookup per gap cost more than the lookups)."""
+        mids_of, widths_of = [], []
+        for h, x, y in zip(thread.tolist(), a.tolist(), b.tolist(), strict=True):
+            cuts = inside(self._threads.frame_edges(h), x, y)
+            if len(cuts) > _MAX_CUTS:
+                cuts = cuts[np.linspace(0, len(cuts) - 1, _MAX_CUTS).astype(np.int64)]
+            edges = np.concatenate(([x], cuts, [y])).astype(np.int64)
+            widths = np.diff(edges)
+            mids_of.append(edges[:-1] + widths // 2)
+            widths_of.append(widths)
+        out: list[list[tuple[int, int]]] = [[] for _ in range(len(a))]
+        if not mids_of:
+            return out
+        counts = [len(m) for m in mids_of]
+        window = np.repeat(np.arange(len(a)), counts)
+        mids = np.concatenate(mids_of)
+        widths = np.concatenate(widths_of)
+        threads = np.repeat(np.asarray(thread, dtype=np.int64), counts)
         local = self.user_frames.at_many(threads, mids)
         lines = np.full(len(mids), NONE, dtype=np.int64)
         user = np.flatnonzero(local != NONE)
         if len(user):
             lines[user] = self.lines_at(threads[user], mids[user], local[user])
-        out: dict[int, int] = {}
-        for line, ns in zip(lines.tolist(), widths.tolist(), strict=True):
+        sums: dict[tuple[int, int], int] = {}
+        for k, line, ns in zip(window.tolist(), lines.tolist(), widths.tolist(), strict=True):
             if ns > 0:
-                out[line] = out.get(line, 0) + ns
-        return list(out.items())
+                sums[(k, line)] = sums.get((k, line), 0) + ns
+        for (k, line), ns in sums.items():
+            out[k].append((line, ns))
+        return out
 
     def engine_lines_over(
         self, thread: np.ndarray, a: np.ndarray, b: np.ndarray, launch: np.ndarray
@@ -611,6 +639,8 @@ class Locator:
 _COMPILER_FRAME = "torch/_dynamo/"
 _ROUNDING_NS = 3
 _INNER_FRAMES = 12
+_NO_LINE, _RECOVERED, _EXACT = 0, 1, 2  # precision codes in _recover
+_PRECISION_OF = {_RECOVERED: Precision.RECOVERED, _EXACT: Precision.EXACT}
 _RANK = {Precision.OP: -1, Precision.FUNCTION: 0, Precision.RECOVERED: 1, Precision.EXACT: 2}
 # Annotations that mark steps or brrr's own line markers, not regions of the user's code.
 _NOT_REGIONS = ("ProfilerStep#", LINE_ANNOTATION_PREFIX)
@@ -624,6 +654,12 @@ class _Children:
     ends: np.ndarray
     exact: tuple[int | None, ...]  # the recorder's call-site line of child frames
     aligned: tuple[int | None, ...]  # lines recovered from the source
+    exact_line: np.ndarray  # ``exact`` with NONE for None
+    aligned_line: np.ndarray  # ``aligned`` with NONE for None
+
+
+def _line_array(lines: Sequence[int | None]) -> np.ndarray:
+    return np.array([NONE if x is None else x for x in lines], dtype=np.int64)
 
 
 def outermost_ops(trace: Trace) -> np.ndarray:
