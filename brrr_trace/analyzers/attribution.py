@@ -279,70 +279,84 @@ class Locator:
     def _recover(self, out: np.ndarray, where: np.ndarray, rows: np.ndarray, t: np.ndarray) -> None:
         """Replace def-line results by statement lines: exact where the recorder wrote them,
         recovered from the source where it is at hand."""
+        if not len(rows):
+            return
         frames = self.trace.frames
         order = np.argsort(rows, kind="stable")
         grouped = rows[order]
         firsts = np.flatnonzero(np.concatenate(([True], grouped[1:] != grouped[:-1])))
-        bounds = zip(firsts.tolist(), [*firsts[1:].tolist(), len(order)], strict=True)
+        ends = [*firsts[1:].tolist(), len(order)]
+        sel = where[order]
+        when = t[sel]
+        # Each invocation's children once (a Python step per invocation), then every query at
+        # once over the children of all of them laid end to end.
+        children = [
+            self._invocation(row, self._body(int(frames.name[row])))
+            for row in grouped[firsts].tolist()
+        ]
+        sizes = np.array([len(c.starts) for c in children], dtype=np.int64)
+        offsets = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+        k = np.empty(len(sel), dtype=np.int64)
+        for child, lo, hi in zip(children, firsts.tolist(), ends, strict=True):
+            k[lo:hi] = np.searchsorted(child.starts, when[lo:hi], side="right") - 1
+        group = np.repeat(np.arange(len(children)), np.diff(np.append(firsts, len(order))))
+        n, base = sizes[group], offsets[group]
+        starts = np.concatenate([c.starts for c in children])
+        child_ends = np.concatenate([c.ends for c in children])
+        at = base + np.maximum(k, 0)
+        has_child = n > 0
+        inside = has_child & (k >= 0)
+        inside[inside] = when[inside] < child_ends[at[inside]]
+        has_next = k + 1 < n
+        move = ~inside & has_next
+        # Between two children, the time belongs to the statement about to run.
+        t_eff = when.copy()
+        t_eff[move] = starts[(base + k + 1)[move]]
+        # The child whose line a query takes: the one it is in, else the next, else the last.
+        near = base + np.where(inside, k, np.where(has_next, k + 1, k))
+        marked = self._marked_lines(grouped, t_eff)
+        # The recorder's marks first, then its call-site lines, then the source's.
+        code = np.where(marked != NONE, _EXACT, _NO_LINE)
+        line = marked
+        take = has_child & (code == _NO_LINE)
+        if take.any():
+            exact = np.full(len(sel), NONE, dtype=np.int64)
+            aligned = np.full(len(sel), NONE, dtype=np.int64)
+            exact[take] = np.concatenate([c.exact_line for c in children])[near[take]]
+            aligned[take] = np.concatenate([c.aligned_line for c in children])[near[take]]
+            by_exact = exact != NONE
+            by_aligned = ~by_exact & (aligned != NONE)
+            line = np.where(by_exact, exact, np.where(by_aligned, aligned, marked))
+            code = np.where(by_exact, _EXACT, np.where(by_aligned, _RECOVERED, code))
+        hit = np.flatnonzero(code != _NO_LINE)
+        if not len(hit):
+            return
+        name_ids = frames.name[grouped[hit]].astype(np.int64)
+        # Each (frame, line, precision) interned once, in the order the queries first meet it
+        # (the order ids are handed out in, as one lookup per query would).
+        keys = np.stack([name_ids, line[hit], code[hit]], axis=1)
+        distinct_keys, first, inverse = np.unique(
+            keys, axis=0, return_index=True, return_inverse=True
+        )
+        ids = np.empty(len(distinct_keys), dtype=np.int64)
         statement = self._statement_id
-        for lo, hi in bounds if len(order) else ():
-            row = int(grouped[lo])
-            name_id = int(frames.name[row])
-            body = self._body(name_id)
-            child = self._invocation(row, body)
-            sel = where[order[lo:hi]]
-            k = np.searchsorted(child.starts, t[sel], side="right") - 1
-            # Between two children, the time belongs to the statement about to run.
-            t_eff = t[sel].copy()
-            n = len(child.starts)
-            if n:
-                inside = (k >= 0) & (t_eff < child.ends[np.maximum(k, 0)])
-                has_next = k + 1 < n
-                move = ~inside & has_next
-                t_eff[move] = child.starts[(k + 1)[move]]
-                # The child whose line a query takes: the one it is in, else the next, else
-                # the last.
-                near = np.where(inside, k, np.where(has_next, k + 1, k))
-            marked = self._marked_lines(row, t_eff)
-            if not n and not (marked != NONE).any():
-                continue
-            # The recorder's marks first, then its call-site lines, then the source's.
-            line = marked
-            code = np.where(marked != NONE, _EXACT, _NO_LINE)
-            if n:
-                exact, aligned = child.exact_line[near], child.aligned_line[near]
-                take = code == _NO_LINE
-                by_exact = take & (exact != NONE)
-                by_aligned = take & ~by_exact & (aligned != NONE)
-                line = np.where(by_exact, exact, np.where(by_aligned, aligned, marked))
-                code = np.where(by_exact, _EXACT, np.where(by_aligned, _RECOVERED, code))
-            hit = np.flatnonzero(code != _NO_LINE)
-            if not len(hit):
-                continue
-            # Each (line, precision) interned once, in the order the queries first meet it
-            # (the order ids are handed out in, as one lookup per query would).
-            pairs, first, inverse = np.unique(
-                line[hit] * 4 + code[hit], return_index=True, return_inverse=True
-            )
-            ids = np.empty(len(pairs), dtype=np.int64)
-            for u in np.argsort(first, kind="stable").tolist():
-                q = int(hit[first[u]])
-                ids[u] = statement(name_id, int(line[q]), _PRECISION_OF[int(code[q])])
-            out[sel[hit]] = ids[inverse.reshape(-1)]
+        for u in np.argsort(first, kind="stable").tolist():
+            name_id, number, precision = distinct_keys[u].tolist()
+            ids[u] = statement(name_id, number, _PRECISION_OF[precision])
+        out[sel[hit]] = ids[inverse.reshape(-1)]
 
-    def _marked_lines(self, frame_row: int, t: np.ndarray) -> np.ndarray:
-        """Lines from ``brrr.line N`` annotations (written by ``brrr-trace record``) around t,
-        when they lie inside this frame invocation."""
+    def _marked_lines(self, frame_rows: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Lines from ``brrr.line N`` annotations (written by ``brrr-trace record``) around each
+        t, when they lie inside the frame invocation (row) that t is in."""
         out = np.full(len(t), NONE, dtype=np.int64)
         if not len(self._marker_rows):
             return out
         frames, cpu = self.trace.frames, self.trace.cpu_ops
-        thread = np.full(len(t), int(frames.thread[frame_row]), dtype=np.int64)
-        local = self._markers.at_many(thread, t)
-        for k in np.flatnonzero(local != NONE).tolist():
-            row = int(self._marker_rows[local[k]])
-            if cpu.start_ns[row] >= frames.start_ns[frame_row]:
-                out[k] = self._marker_line[int(cpu.name[row])]
+        local = self._markers.at_many(frames.thread[frame_rows].astype(np.int64), t)
+        found = np.flatnonzero(local != NONE)
+        marker = self._marker_rows[local[found]]
+        inside = cpu.start_ns[marker] >= frames.start_ns[frame_rows[found]]
+        out[found[inside]] = self._marker_line[cpu.name[marker[inside]]]
         return out
 
     def _statement_id(self, name_id: int, line: int, precision: Precision) -> int:
