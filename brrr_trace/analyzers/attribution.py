@@ -333,17 +333,25 @@ class Locator:
             return
         name_ids = frames.name[grouped[hit]].astype(np.int64)
         # Each (frame, line, precision) interned once, in the order the queries first meet it
-        # (the order ids are handed out in, as one lookup per query would).
-        keys = np.stack([name_ids, line[hit], code[hit]], axis=1)
-        distinct_keys, first, inverse = np.unique(
-            keys, axis=0, return_index=True, return_inverse=True
-        )
-        ids = np.empty(len(distinct_keys), dtype=np.int64)
+        # (the order ids are handed out in, as one lookup per query would). Sorted by key
+        # with lexsort: np.unique(axis=0) took 15-19 ms here on gpt_small, this ~2.
+        columns = (name_ids, line[hit], code[hit])
+        by_key = np.lexsort(columns[::-1])  # stable: a key's first query comes first
+        new_key = np.zeros(len(by_key), dtype=bool)
+        new_key[0] = True
+        for column in columns:
+            ordered = column[by_key]
+            new_key[1:] |= ordered[1:] != ordered[:-1]
+        first = by_key[new_key]
+        inverse = np.empty(len(by_key), dtype=np.int64)
+        inverse[by_key] = np.cumsum(new_key) - 1
+        ids = np.empty(len(first), dtype=np.int64)
         statement = self._statement_id
         for u in np.argsort(first, kind="stable").tolist():
-            name_id, number, precision = distinct_keys[u].tolist()
+            q = int(first[u])
+            name_id, number, precision = int(name_ids[q]), int(line[hit[q]]), int(code[hit[q]])
             ids[u] = statement(name_id, number, _PRECISION_OF[precision])
-        out[sel[hit]] = ids[inverse.reshape(-1)]
+        out[sel[hit]] = ids[inverse]
 
     def _marked_lines(self, frame_rows: np.ndarray, t: np.ndarray) -> np.ndarray:
         """Lines from ``brrr.line N`` annotations (written by ``brrr-trace record``) around each
