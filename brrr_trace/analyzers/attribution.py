@@ -29,7 +29,7 @@ from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.safe_read import SourceSkipped, source_mtime
 from brrr_trace.analyzers.source import Body, Observed, find_body, frame_function, observe
 from brrr_trace.analyzers.thread_index import ThreadIndexes, inside
-from brrr_trace.arraysets import distinct, member
+from brrr_trace.arraysets import distinct, distinct_rows, member
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.brrr_fields import LINE_ANNOTATION_PREFIX
 from brrr_trace.traces.model import NO_ID, Trace
@@ -163,9 +163,7 @@ class Locator:
         region_name = np.full(len(found), NONE, dtype=np.int64)
         inside = region != NONE
         region_name[inside] = cpu.name[region_rows[region[inside]]]
-        pairs, inverse = np.unique(
-            np.stack([op_name, region_name], axis=1), axis=0, return_inverse=True
-        )
+        pairs, inverse = distinct_rows(np.stack([op_name, region_name], axis=1))
         ids = np.array(
             [
                 self._intern(
