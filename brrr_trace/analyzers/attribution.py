@@ -547,12 +547,7 @@ class Locator:
         user = np.flatnonzero(local != NONE)
         if len(user):
             lines[user] = self.lines_at(threads[user], mids[user], local[user])
-        sums: dict[tuple[int, int], int] = {}
-        for k, line, ns in zip(window.tolist(), lines.tolist(), widths.tolist(), strict=True):
-            if ns > 0:
-                sums[(k, line)] = sums.get((k, line), 0) + ns
-        for (k, line), ns in sums.items():
-            out[k].append((line, ns))
+        _add_by_window(out, window, lines, widths)
         return out
 
     def engine_lines_over(
@@ -617,12 +612,7 @@ class Locator:
             local = self.user_frames.at_many(callers[by_caller], mids[by_caller])
             user = by_caller[local != NONE]
             lines[user] = self.lines_at(callers[user], mids[user], local[local != NONE])
-        sums: dict[tuple[int, int], int] = {}
-        for k, line, ns in zip(window.tolist(), lines.tolist(), widths.tolist(), strict=True):
-            if ns > 0:
-                sums[(k, line)] = sums.get((k, line), 0) + ns
-        for (k, line), ns in sums.items():
-            out[k].append((line, ns))
+        _add_by_window(out, window, lines, widths)
         return out
 
     def has_user_frames(self, thread: np.ndarray) -> np.ndarray:
@@ -680,6 +670,28 @@ class _Children:
 
 def _line_array(lines: Sequence[int | None]) -> np.ndarray:
     return np.array([NONE if x is None else x for x in lines], dtype=np.int64)
+
+
+def _add_by_window(
+    out: list[list[tuple[int, int]]], window: np.ndarray, lines: np.ndarray, ns: np.ndarray
+) -> None:
+    """Append to ``out[k]`` each line's ns over the pieces of window k (pieces of no width
+    left out), lines in the order the window's pieces first meet them."""
+    keep = np.flatnonzero(ns > 0)
+    if not len(keep):
+        return
+    window, lines, ns = window[keep], lines[keep], ns[keep]
+    by_key = np.lexsort((lines, window))  # stable: a key's first piece comes first
+    new = np.ones(len(by_key), dtype=bool)
+    new[1:] = (window[by_key][1:] != window[by_key][:-1]) | (
+        lines[by_key][1:] != lines[by_key][:-1]
+    )
+    starts = np.flatnonzero(new)
+    sums = np.add.reduceat(ns[by_key].astype(np.int64), starts)
+    first = by_key[starts]
+    for g in np.argsort(first, kind="stable").tolist():
+        at = int(first[g])
+        out[int(window[at])].append((int(lines[at]), int(sums[g])))
 
 
 def outermost_ops(trace: Trace) -> np.ndarray:
