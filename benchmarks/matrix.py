@@ -145,7 +145,9 @@ def main() -> int:
     parser.add_argument("--timeout-s", type=float, default=1800.0)
     parser.add_argument("--out-dir", type=Path, default=OUT)
     args = parser.parse_args()
-    args.out_dir = args.out_dir.resolve()  # the rows name traces relative to the repository
+    # Absolute, links kept: benchmarks/out may be a link to a folder outside the repository
+    # (a shared copy of the big traces), and the rows still name the trace under the repository.
+    args.out_dir = args.out_dir.absolute()
     results = []
     for size in args.sizes:
         trace = build(size, args.out_dir)
@@ -159,7 +161,7 @@ def main() -> int:
         warm_page_cache(trace)
         row: dict[str, object] = {
             "size": size,
-            "trace": str(trace.relative_to(ROOT)),
+            "trace": _shown(trace),
             "file_bytes": file_bytes,
             "json_bytes": json_bytes,
             "load_before": os.getloadavg()[0],
@@ -192,6 +194,14 @@ def main() -> int:
     (args.out_dir / "matrix.md").write_text(text)
     print(text)
     return 0
+
+
+def _shown(trace: Path) -> str:
+    """The trace's path relative to the repository where it lies under it, else absolute."""
+    try:
+        return str(trace.relative_to(ROOT))
+    except ValueError:
+        return str(trace)
 
 
 def table(results: list[dict[str, object]], machine: str) -> str:

@@ -43,15 +43,16 @@ from brrr_trace.report import (
     TrackSlice,
     severity_of_saving,
 )
-from brrr_trace.traces import find_traces, load
 from brrr_trace.traces.discovery import (
     RankFile,
     Run,
+    find_traces,
     group_runs,
     rank_file,
     trace_urls,
     traces_in,
 )
+from brrr_trace.traces.loader import load
 from brrr_trace.traces.model import NO_ID, LoadResult, Trace
 from brrr_trace.traces.reader import ProgressFn
 from brrr_trace.traces.urls import is_url, name_of

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from brrr_trace.arraysets import distinct, member
+from brrr_trace.arraysets import distinct, distinct_rows, member
 
 
 def test_distinct_worked_by_hand() -> None:
@@ -38,3 +38,23 @@ def test_the_answers_of_numpy_on_random_ids(seed: int) -> None:
     assert distinct(values).dtype == np.unique(values).dtype
     assert member(values, pool).tolist() == np.isin(values, pool).tolist()
     assert member(values, pool.tolist()).tolist() == np.isin(values, pool).tolist()
+
+
+def test_distinct_rows_worked_by_hand() -> None:
+    rows = np.array([[2, -1, 7], [1, 5, 0], [2, -1, 7], [1, 5, -3], [2, -2, 9]])
+    found, inverse = distinct_rows(rows)
+    assert found.tolist() == [[1, 5, -3], [1, 5, 0], [2, -2, 9], [2, -1, 7]]
+    assert inverse.tolist() == [3, 1, 3, 0, 2]
+    empty, none = distinct_rows(np.zeros((0, 2), dtype=np.int64))
+    assert empty.shape == (0, 2) and none.tolist() == []
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_distinct_rows_answers_as_numpy_on_random_ids(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n, width = int(rng.integers(1, 400)), int(rng.integers(1, 4))
+    rows = rng.integers(-2, int(rng.choice([3, 50, 10**15])), size=(n, width))
+    found, inverse = distinct_rows(rows)
+    want, want_inverse = np.unique(rows, axis=0, return_inverse=True)
+    assert found.tolist() == want.tolist()
+    assert inverse.tolist() == want_inverse.reshape(-1).tolist()

@@ -116,7 +116,7 @@ def test_a_gzip_that_inflates_to_more_events_than_a_profile_can_hold_is_cut(
     # real Kineto trace has one per 20-40 bytes: a quarter of an event per byte is read.
     import gzip
 
-    import brrr_trace.traces as traces
+    import brrr_trace.traces.loader as traces
 
     monkeypatch.setattr(traces, "_GZIP_CAP_FLOOR", 1_000)
     events = [kernel("k", 0.0, 0.5, corr=1)] * 20_000

@@ -237,3 +237,45 @@ def test_kernel_name_functions_never_raise(name) -> None:
 )
 def test_names_match_in_any_case(name: str, kind: KernelKind) -> None:
     assert kernel_kind(name) is kind
+
+
+# --- plain-word alternatives ---------------------------------------------------------------------
+
+
+def _all_patterns() -> list:
+    from brrr_trace.analyzers import kernels
+
+    found = []
+    for value in vars(kernels).values():
+        if isinstance(value, kernels._Words):
+            found.append(value)
+        elif isinstance(value, tuple):
+            found += [
+                v[1] for v in value if isinstance(v, tuple) and isinstance(v[-1], kernels._Words)
+            ]
+    assert len(found) > 20
+    return found
+
+
+def test_found_answers_as_the_whole_regex_on_real_names(public_scan: PublicScan) -> None:
+    names = [name for name, _ in KERNELS] + list(public_scan.kernel_us)
+    for pattern in _all_patterns():
+        for name in names:
+            assert pattern.found(name) == (pattern.search(name) is not None), (pattern, name)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abcdefghilmnoprstuvwxyz_:0123456789 <>ABGHK\u017f\u212a", max_size=60))
+def test_found_answers_as_the_whole_regex_on_any_text(text: str) -> None:
+    for pattern in _all_patterns():
+        assert pattern.found(text) == (pattern.search(text) is not None), (pattern, text)
+
+
+def test_plain_alternatives_split_only_at_the_top_level() -> None:
+    from brrr_trace.analyzers.kernels import _plain_alternatives
+
+    assert _plain_alternatives(r"nccl|(?<![a-z])(all_?reduce|x)|a::b|[|(]z|q\|r") == (
+        ("nccl", "a::b"),
+        r"(?<![a-z])(all_?reduce|x)|[|(]z|q\|r",
+    )
+    assert _plain_alternatives("softmax") == (("softmax",), None)

@@ -229,3 +229,40 @@ def test_a_wrapper_frame_is_matched_by_the_function_it_runs(tmp_path) -> None:
         observe("torch/optim/optimizer.py(500): wrapper", True, frozenset({"step"})),
     )
     assert align(body, events) == (3, 4, 5)
+
+
+def test_the_statement_walk_meets_statements_as_ast_walk_does() -> None:
+    # Functions named alike are told apart by their walk order (_index): defs under except
+    # handlers and match cases sit one level deeper than a def in an if's body.
+    from brrr_trace.analyzers.source import _walk_statements
+
+    src = """
+    import os
+    def f(): pass
+    try:
+        def f(): pass
+    except ValueError:
+        def f(): pass
+    else:
+        class C:
+            x = [lambda: 1 for _ in range(2)]
+            def f(self): pass
+    finally:
+        pass
+    match os.sep:
+        case "/":
+            def f(): pass
+        case _:
+            if True:
+                def f(): pass
+    with open(os.devnull) as handle:
+        while False:
+            def f(): pass
+    """
+    tree = ast.parse(textwrap.dedent(src))
+    blocks = (ast.stmt, ast.excepthandler, ast.match_case)
+    expected = [n for n in ast.walk(tree) if n is tree or isinstance(n, blocks)]
+    assert list(_walk_statements(tree)) == expected
+    assert [n.lineno for n in _walk_statements(tree) if isinstance(n, ast.FunctionDef)] == [
+        3, 5, 7, 11, 16, 22, 19,
+    ]  # fmt: skip

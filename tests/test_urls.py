@@ -205,7 +205,7 @@ def test_a_gzip_bomb_at_a_url_is_cut_as_a_file_is(
 ) -> None:
     # As tests/test_hostile_values.py's bomb on disk: 20,000 identical kernels in about 11 KB of
     # gzip; a quarter of an event per compressed byte (the size the server says) is read.
-    import brrr_trace.traces as traces
+    import brrr_trace.traces.loader as traces
     from brrr_trace.traces import load
     from tests.tracebuilder import kernel
 

@@ -77,9 +77,10 @@ def _viterbi(scores: np.ndarray, loops: tuple[tuple[int, int], ...]) -> list[int
     prev = np.full(n + 1, neg)
     prev[n] = 0.0
     history = np.empty((m, n + 1))
+    arrivals = np.empty((m, n))  # kept for the backtrack, which asks for the same again
     for k in range(m):
         history[k] = prev
-        arrive = _arrivals(prev, idx, loops)
+        arrive = arrivals[k] = _arrivals(prev, idx, loops)
         matched = np.where(scores[k] > 0, scores[k] + arrive, neg)
         new = prev.copy()  # unmatched: the state stays
         better = matched > new[:n]
@@ -90,7 +91,7 @@ def _viterbi(scores: np.ndarray, loops: tuple[tuple[int, int], ...]) -> list[int
     path: list[int | None] = [None] * m
     for k in range(m - 1, -1, -1):
         before = history[k]
-        if state == n or before[state] >= _value_at(before, scores[k], state, idx, loops):
+        if state == n or before[state] >= _value_at(scores[k], arrivals[k], state):
             continue  # this event was left unmatched; the state came from before it
         path[k] = state
         state = _came_from(before, state, idx, loops)
@@ -114,16 +115,10 @@ def _arrivals(prev: np.ndarray, idx: np.ndarray, loops: tuple[tuple[int, int], .
     return best
 
 
-def _value_at(
-    before: np.ndarray,
-    score: np.ndarray,
-    j: int,
-    idx: np.ndarray,
-    loops: tuple[tuple[int, int], ...],
-) -> float:
+def _value_at(score: np.ndarray, arrive: np.ndarray, j: int) -> float:
     if score[j] <= 0:
         return -np.inf
-    return float(score[j] + _arrivals(before, idx, loops)[j])
+    return float(score[j] + arrive[j])
 
 
 def _came_from(

@@ -9,7 +9,7 @@ time lands on the forward line.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,8 @@ from brrr_trace.analyzers.intervals import NONE, Innermost
 from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.safe_read import SourceSkipped, source_mtime
 from brrr_trace.analyzers.source import Body, Observed, find_body, frame_function, observe
-from brrr_trace.arraysets import distinct, member
+from brrr_trace.analyzers.thread_index import ThreadIndexes, inside
+from brrr_trace.arraysets import distinct, distinct_rows, member
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.brrr_fields import LINE_ANNOTATION_PREFIX
 from brrr_trace.traces.model import NO_ID, Trace
@@ -36,7 +37,9 @@ from brrr_trace.vocabulary import Precision
 
 _DATALOADER_NEXT = ("dataloader.py", "__next__")
 _MAX_CUTS = 4096  # pieces of a host gap looked up for the statement running (lines_over)
-_COPY_CHUNK = 1 << 18  # times copied or compared at a time (_copy_kept, _without_repeats)
+_PIECES_AT_ONCE = 1 << 16  # pieces of many gaps looked up together (lines_over_many)
+_QUERIES_AT_ONCE = 1 << 16  # call-site recovery's queries looked up together (_recover)
+_FRAME_CHUNK = 1 << 18  # frames looked up at a time (_compiled_frames)
 
 
 @dataclass(frozen=True)
@@ -61,9 +64,6 @@ class Locator:
         self._bodies: dict[int, Body | None] = {}
         self.skipped_sources: dict[str, str] = {}  # source files not read, and why
         self._observed: dict[tuple[int, bool, tuple[str, ...]], Observed] = {}
-        self._thread_events: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._traced: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._edges: dict[int, np.ndarray] = {}
         self._backward: BackwardIndex | None = None
         self._parents: np.ndarray | None = None
         self._top_ops: tuple[np.ndarray, Innermost, Innermost, np.ndarray] | None = None
@@ -114,6 +114,7 @@ class Locator:
         )
         self._marker_rows = np.flatnonzero(marked)
         self._markers = Innermost(cpu.thread[marked], cpu.start_ns[marked], cpu.end_ns[marked])
+        self._threads = ThreadIndexes(trace, self._marker_rows)
 
     def _backward_index(self) -> BackwardIndex:
         if self._backward is None:
@@ -164,9 +165,7 @@ class Locator:
         region_name = np.full(len(found), NONE, dtype=np.int64)
         inside = region != NONE
         region_name[inside] = cpu.name[region_rows[region[inside]]]
-        pairs, inverse = np.unique(
-            np.stack([op_name, region_name], axis=1), axis=0, return_inverse=True
-        )
+        pairs, inverse = distinct_rows(np.stack([op_name, region_name], axis=1))
         ids = np.array(
             [
                 self._intern(
@@ -280,67 +279,109 @@ class Locator:
     def _recover(self, out: np.ndarray, where: np.ndarray, rows: np.ndarray, t: np.ndarray) -> None:
         """Replace def-line results by statement lines: exact where the recorder wrote them,
         recovered from the source where it is at hand."""
-        frames = self.trace.frames
+        if not len(rows):
+            return
         order = np.argsort(rows, kind="stable")
         grouped = rows[order]
-        firsts = np.flatnonzero(np.concatenate(([True], grouped[1:] != grouped[:-1])))
-        bounds = zip(firsts.tolist(), [*firsts[1:].tolist(), len(order)], strict=True)
-        statement = self._statement_id
-        for lo, hi in bounds if len(order) else ():
-            row = int(grouped[lo])
-            name_id = int(frames.name[row])
-            body = self._body(name_id)
-            child = self._invocation(row, body)
-            sel = where[order[lo:hi]]
-            k = np.searchsorted(child.starts, t[sel], side="right") - 1
-            # Between two children, the time belongs to the statement about to run.
-            t_eff = t[sel].copy()
-            n = len(child.starts)
-            if n:
-                inside = (k >= 0) & (t_eff < child.ends[np.maximum(k, 0)])
-                has_next = k + 1 < n
-                move = ~inside & has_next
-                t_eff[move] = child.starts[(k + 1)[move]]
-                # The child whose line a query takes: the one it is in, else the next, else
-                # the last.
-                near = np.where(inside, k, np.where(has_next, k + 1, k)).tolist()
-            marked = self._marked_lines(row, t_eff)
-            if not n and not (marked != NONE).any():
-                continue
-            if not n:
-                near = [-1] * len(sel)
-            exact, aligned = child.exact, child.aligned
-            hit: list[int] = []
-            found: list[int] = []
-            for q, j, mark in zip(sel.tolist(), near, marked.tolist(), strict=True):
-                if mark != NONE:
-                    line, precision = mark, Precision.EXACT
-                elif j < 0:
-                    continue
-                elif exact[j] is not None:
-                    line, precision = exact[j], Precision.EXACT
-                elif aligned[j] is not None:
-                    line, precision = aligned[j], Precision.RECOVERED
-                else:
-                    continue
-                hit.append(q)
-                found.append(statement(name_id, line, precision))
-            if hit:
-                out[hit] = found
+        sel = where[order]
+        bounds = [*np.flatnonzero(np.concatenate(([True], grouped[1:] != grouped[:-1]))).tolist()]
+        bounds.append(len(order))
+        # Whole invocations at a time, at most _QUERIES_AT_ONCE queries (beyond one invocation's)
+        # in order: the same ids in the same order as all at once, and the temporaries bounded
+        # (all of the 0.86 GB benchmark trace's queries at once added ~30 MB to the peak).
+        g = 0
+        while g < len(bounds) - 1:
+            h = g + 1
+            while h < len(bounds) - 1 and bounds[h + 1] - bounds[g] <= _QUERIES_AT_ONCE:
+                h += 1
+            part = slice(bounds[g], bounds[h])
+            self._recover_part(out, grouped[part], sel[part], t)
+            g = h
 
-    def _marked_lines(self, frame_row: int, t: np.ndarray) -> np.ndarray:
-        """Lines from ``brrr.line N`` annotations (written by ``brrr-trace record``) around t,
-        when they lie inside this frame invocation."""
+    def _recover_part(
+        self, out: np.ndarray, grouped: np.ndarray, sel: np.ndarray, t: np.ndarray
+    ) -> None:
+        frames = self.trace.frames
+        firsts = np.flatnonzero(np.concatenate(([True], grouped[1:] != grouped[:-1])))
+        ends = [*firsts[1:].tolist(), len(grouped)]
+        when = t[sel]
+        # Each invocation's children once (a Python step per invocation), then every query at
+        # once over the children of all of them laid end to end.
+        children = [
+            self._invocation(row, self._body(int(frames.name[row])))
+            for row in grouped[firsts].tolist()
+        ]
+        sizes = np.array([len(c.starts) for c in children], dtype=np.int64)
+        offsets = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+        k = np.empty(len(sel), dtype=np.int64)
+        for child, lo, hi in zip(children, firsts.tolist(), ends, strict=True):
+            k[lo:hi] = np.searchsorted(child.starts, when[lo:hi], side="right") - 1
+        group = np.repeat(np.arange(len(children)), np.diff(np.append(firsts, len(grouped))))
+        n, base = sizes[group], offsets[group]
+        starts = np.concatenate([c.starts for c in children])
+        child_ends = np.concatenate([c.ends for c in children])
+        at = base + np.maximum(k, 0)
+        has_child = n > 0
+        inside = has_child & (k >= 0)
+        inside[inside] = when[inside] < child_ends[at[inside]]
+        has_next = k + 1 < n
+        move = ~inside & has_next
+        # Between two children, the time belongs to the statement about to run.
+        t_eff = when.copy()
+        t_eff[move] = starts[(base + k + 1)[move]]
+        # The child whose line a query takes: the one it is in, else the next, else the last.
+        near = base + np.where(inside, k, np.where(has_next, k + 1, k))
+        marked = self._marked_lines(grouped, t_eff)
+        # The recorder's marks first, then its call-site lines, then the source's.
+        code = np.where(marked != NONE, _EXACT, _NO_LINE)
+        line = marked
+        take = has_child & (code == _NO_LINE)
+        if take.any():
+            exact = np.full(len(sel), NONE, dtype=np.int64)
+            aligned = np.full(len(sel), NONE, dtype=np.int64)
+            exact[take] = np.concatenate([c.exact_line for c in children])[near[take]]
+            aligned[take] = np.concatenate([c.aligned_line for c in children])[near[take]]
+            by_exact = exact != NONE
+            by_aligned = ~by_exact & (aligned != NONE)
+            line = np.where(by_exact, exact, np.where(by_aligned, aligned, marked))
+            code = np.where(by_exact, _EXACT, np.where(by_aligned, _RECOVERED, code))
+        hit = np.flatnonzero(code != _NO_LINE)
+        if not len(hit):
+            return
+        name_ids = frames.name[grouped[hit]].astype(np.int64)
+        # Each (frame, line, precision) interned once, in the order the queries first meet it
+        # (the order ids are handed out in, as one lookup per query would). Sorted by key
+        # with lexsort: np.unique(axis=0) took 15-19 ms here on gpt_small, this ~2.
+        columns = (name_ids, line[hit], code[hit])
+        by_key = np.lexsort(columns[::-1])  # stable: a key's first query comes first
+        new_key = np.zeros(len(by_key), dtype=bool)
+        new_key[0] = True
+        for column in columns:
+            ordered = column[by_key]
+            new_key[1:] |= ordered[1:] != ordered[:-1]
+        first = by_key[new_key]
+        inverse = np.empty(len(by_key), dtype=np.int64)
+        inverse[by_key] = np.cumsum(new_key) - 1
+        ids = np.empty(len(first), dtype=np.int64)
+        statement = self._statement_id
+        for u in np.argsort(first, kind="stable").tolist():
+            q = int(first[u])
+            name_id, number, precision = int(name_ids[q]), int(line[hit[q]]), int(code[hit[q]])
+            ids[u] = statement(name_id, number, _PRECISION_OF[precision])
+        out[sel[hit]] = ids[inverse]
+
+    def _marked_lines(self, frame_rows: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Lines from ``brrr.line N`` annotations (written by ``brrr-trace record``) around each
+        t, when they lie inside the frame invocation (row) that t is in."""
         out = np.full(len(t), NONE, dtype=np.int64)
         if not len(self._marker_rows):
             return out
         frames, cpu = self.trace.frames, self.trace.cpu_ops
-        thread = np.full(len(t), int(frames.thread[frame_row]), dtype=np.int64)
-        local = self._markers.at_many(thread, t)
-        for k in np.flatnonzero(local != NONE).tolist():
-            row = int(self._marker_rows[local[k]])
-            if cpu.start_ns[row] >= frames.start_ns[frame_row]:
-                out[k] = self._marker_line[int(cpu.name[row])]
+        local = self._markers.at_many(frames.thread[frame_rows].astype(np.int64), t)
+        found = np.flatnonzero(local != NONE)
+        marker = self._marker_rows[local[found]]
+        inside = cpu.start_ns[marker] >= frames.start_ns[frame_rows[found]]
+        out[found[inside]] = self._marker_line[cpu.name[marker[inside]]]
         return out
 
     def _statement_id(self, name_id: int, line: int, precision: Precision) -> int:
@@ -367,40 +408,6 @@ class Locator:
         self._bodies[name_id] = body
         return body
 
-    def _events_of(self, thread: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Frames and ATen ops of a thread by start, outer first: start, end, row, is_frame."""
-        found = self._thread_events.get(thread)
-        if found is None:
-            frames, cpu = self.trace.frames, self.trace.cpu_ops
-            mine = frames.thread == thread
-            ops = (cpu.thread == thread) & ~cpu.annotation
-            nf = int(np.count_nonzero(mine))
-            n = nf + int(np.count_nonzero(ops))
-            # Each column made once, a chunk at a time, and put in order as soon as it is made:
-            # the thread's longest table (a main thread with millions of frames) is held twice
-            # one column at a time, not whole.
-            start = np.empty(n, dtype=np.int64)
-            _copy_kept(cpu.start_ns, ops, start, _copy_kept(frames.start_ns, mine, start, 0))
-            end = np.empty(n, dtype=np.int64)
-            _copy_kept(cpu.end_ns, ops, end, _copy_kept(frames.end_ns, mine, end, 0))
-            # Frames before ops on a tie: a built-in frame wraps the op it calls. The frames
-            # come first, so a stable order by start, then the longer first, puts them there.
-            np.negative(end, out=end)
-            order = np.lexsort((end, start))
-            np.negative(end, out=end)
-            start = start[order]
-            end = end[order]
-            is_frame = order < nf
-            # Rows as int32 while the tables are shorter than 2**31 (always, in practice).
-            wide = max(len(frames), len(cpu)) >= 1 << 31
-            row = np.empty(n, dtype=np.int64 if wide else np.int32)
-            _rows_kept(ops, row, _rows_kept(mine, row, 0))
-            row = row[order]
-            del order
-            found = (start, end, row, is_frame)
-            self._thread_events[thread] = found
-        return found
-
     def _invocation(self, row: int, body: Body | None) -> _Children:
         """The events directly inside one invocation of a user frame, with their lines."""
         cached = self._children.get(row)
@@ -409,7 +416,7 @@ class Locator:
         frames, cpu = self.trace.frames, self.trace.cpu_ops
         thread = int(frames.thread[row])
         s, e = int(frames.start_ns[row]), int(frames.end_ns[row])
-        starts, ends, rows, is_frame = self._events_of(thread)
+        starts, ends, rows, is_frame = self._threads.events_of(thread)
         lo = int(np.searchsorted(starts, s, side="left"))
         hi = int(np.searchsorted(starts, e, side="right"))
         keep = np.ones(hi - lo, dtype=bool)
@@ -454,7 +461,9 @@ class Locator:
             if found is None:
                 found = self._alignments[memo_key] = align(body, tuple(seen), tuple(exact))
             aligned = found
-        result = _Children(child_start, child_end, tuple(exact), aligned)
+        result = _Children(
+            child_start, child_end, tuple(exact), aligned, _line_array(exact), _line_array(aligned)
+        )
         self._children[row] = result
         return result
 
@@ -491,7 +500,7 @@ class Locator:
             if h == NONE:
                 continue
             sel = np.flatnonzero(thread == h)
-            traced = self._traced_starts(int(h))
+            traced = self._threads.traced_starts(int(h))
             runs_python = len(traced[0]) > 0
             costs = (
                 o.profiler_cost_per_frame_ns,
@@ -505,23 +514,6 @@ class Locator:
         capped: np.ndarray = np.minimum(out, b - a)
         return capped
 
-    def _traced_starts(self, thread: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Start times of what the profiler recorded on a thread: Python frames, ATen ops, CUDA
-        API calls, the recorder's ``brrr.line`` annotations."""
-        found = self._traced.get(thread)
-        if found is None:
-            trace = self.trace
-            cpu = trace.cpu_ops
-            # The tables are sorted by start (traces/model.py), so what a mask keeps is too;
-            # a thread that has a whole table (the main thread's frames) shares its column.
-            frames = _of_thread(trace.frames.start_ns, trace.frames.thread == thread)
-            ops = _of_thread(cpu.start_ns, (cpu.thread == thread) & ~cpu.annotation)
-            calls = _of_thread(trace.host_calls.start_ns, trace.host_calls.thread == thread)
-            markers = cpu.start_ns[self._marker_rows][cpu.thread[self._marker_rows] == thread]
-            found = (frames, ops, calls, markers)
-            self._traced[thread] = found
-        return found
-
     def let_go(
         self, *, cut_points: bool = False, thread_events: bool = False, traced: bool = False
     ) -> None:
@@ -530,12 +522,7 @@ class Locator:
         the cut points (``lines_over``, ``calls_between``: the timeline) are 29 MB, the events
         by thread (call sites, ``_invocation``) 45 MB, the traced starts (the profiler's cost)
         20 MB, all alive at the analysis's peak, when the rules replay their fixes."""
-        if cut_points:
-            self._edges.clear()
-        if thread_events:
-            self._thread_events.clear()
-        if traced:
-            self._traced.clear()
+        self._threads.let_go(cut_points=cut_points, thread_events=thread_events, traced=traced)
 
     def line_at(self, thread: int, t: int) -> int:
         return int(self.lines_at(np.array([thread]), np.array([t]))[0])
@@ -546,23 +533,58 @@ class Locator:
         frame was running. The statement can change only where a Python call or an ATen op
         starts or ends, so [a, b) is cut there (at most ``_MAX_CUTS`` pieces, evenly thinned
         beyond that)."""
-        cuts = _inside(self._frame_edges(thread), a, b)
-        if len(cuts) > _MAX_CUTS:
-            cuts = cuts[np.linspace(0, len(cuts) - 1, _MAX_CUTS).astype(np.int64)]
-        edges = np.concatenate(([a], cuts, [b])).astype(np.int64)
-        widths = np.diff(edges)
-        mids = edges[:-1] + widths // 2
-        threads = np.full(len(mids), thread, dtype=np.int64)
+        return self.lines_over_many(
+            np.array([thread], dtype=np.int64),
+            np.array([a], dtype=np.int64),
+            np.array([b], dtype=np.int64),
+        )[0]
+
+    def lines_over_many(
+        self, thread: np.ndarray, a: np.ndarray, b: np.ndarray
+    ) -> list[list[tuple[int, int]]]:
+        """``lines_over`` of each window [a, b) of a thread, the pieces of many windows looked
+        up together (a trace has many host gaps, and a lookup per gap cost more than the
+        lookups), at most ``_PIECES_AT_ONCE`` of them (the 0.86 GB benchmark trace's pieces
+        all at once added ~30 MB to the peak)."""
+        out: list[list[tuple[int, int]]] = [[] for _ in range(len(a))]
+        mids_of: list[np.ndarray] = []
+        widths_of: list[np.ndarray] = []
+        windows: list[int] = []
+        held = 0
+        for k, (h, x, y) in enumerate(zip(thread.tolist(), a.tolist(), b.tolist(), strict=True)):
+            cuts = inside(self._threads.frame_edges(h), x, y)
+            if len(cuts) > _MAX_CUTS:
+                cuts = cuts[np.linspace(0, len(cuts) - 1, _MAX_CUTS).astype(np.int64)]
+            edges = np.concatenate(([x], cuts, [y])).astype(np.int64)
+            widths = np.diff(edges)
+            mids_of.append(edges[:-1] + widths // 2)
+            widths_of.append(widths)
+            windows.append(k)
+            held += len(widths)
+            if held >= _PIECES_AT_ONCE or k == len(a) - 1:
+                self._add_lines_over(out, thread, windows, mids_of, widths_of)
+                mids_of, widths_of, windows, held = [], [], [], 0
+        return out
+
+    def _add_lines_over(
+        self,
+        out: list[list[tuple[int, int]]],
+        thread: np.ndarray,
+        windows: list[int],
+        mids_of: list[np.ndarray],
+        widths_of: list[np.ndarray],
+    ) -> None:
+        counts = [len(m) for m in mids_of]
+        window = np.repeat(np.asarray(windows, dtype=np.int64), counts)
+        mids = np.concatenate(mids_of)
+        widths = np.concatenate(widths_of)
+        threads = np.repeat(np.asarray(thread, dtype=np.int64)[windows], counts)
         local = self.user_frames.at_many(threads, mids)
         lines = np.full(len(mids), NONE, dtype=np.int64)
         user = np.flatnonzero(local != NONE)
         if len(user):
             lines[user] = self.lines_at(threads[user], mids[user], local[user])
-        out: dict[int, int] = {}
-        for line, ns in zip(lines.tolist(), widths.tolist(), strict=True):
-            if ns > 0:
-                out[line] = out.get(line, 0) + ns
-        return list(out.items())
+        _add_by_window(out, window, lines, widths)
 
     def engine_lines_over(
         self, thread: np.ndarray, a: np.ndarray, b: np.ndarray, launch: np.ndarray
@@ -585,7 +607,7 @@ class Locator:
                 continue
             caller = int(frames.thread[call])
             cuts = distinct(
-                np.concatenate([_inside(self._frame_edges(t), x, y) for t in (h, caller)])
+                np.concatenate([inside(self._threads.frame_edges(t), x, y) for t in (h, caller)])
             )
             if len(cuts) > _MAX_CUTS:
                 cuts = cuts[np.linspace(0, len(cuts) - 1, _MAX_CUTS).astype(np.int64)]
@@ -626,12 +648,7 @@ class Locator:
             local = self.user_frames.at_many(callers[by_caller], mids[by_caller])
             user = by_caller[local != NONE]
             lines[user] = self.lines_at(callers[user], mids[user], local[local != NONE])
-        sums: dict[tuple[int, int], int] = {}
-        for k, line, ns in zip(window.tolist(), lines.tolist(), widths.tolist(), strict=True):
-            if ns > 0:
-                sums[(k, line)] = sums.get((k, line), 0) + ns
-        for (k, line), ns in sums.items():
-            out[k].append((line, ns))
+        _add_by_window(out, window, lines, widths)
         return out
 
     def has_user_frames(self, thread: np.ndarray) -> np.ndarray:
@@ -645,32 +662,11 @@ class Locator:
         out = np.zeros(len(a), dtype=bool)
         for h in distinct(thread).tolist():
             sel = np.flatnonzero(thread == h)
-            cuts = self._frame_edges(int(h))
+            cuts = self._threads.frame_edges(int(h))
             out[sel] = np.searchsorted(cuts, b[sel], side="left") > np.searchsorted(
                 cuts, a[sel], side="right"
             )
         return out
-
-    def _frame_edges(self, thread: int) -> np.ndarray:
-        """Sorted times where a Python call or an ATen op starts or ends on the thread: an
-        operator (``a < b``, ``x - y``) runs its op with no Python call around it."""
-        found = self._edges.get(thread)
-        if found is None:
-            frames, cpu = self.trace.frames, self.trace.cpu_ops
-            mine = frames.thread == thread
-            ops = (cpu.thread == thread) & ~cpu.annotation
-            parts = (frames.start_ns, frames.end_ns, cpu.start_ns, cpu.end_ns)
-            masks = (mine, mine, ops, ops)
-            # Made in one array and sorted and thinned in place: the main thread's edges are
-            # tens of MB, and each copy of them was the timeline's peak.
-            found = np.empty(sum(int(np.count_nonzero(m)) for m in masks), dtype=np.int64)
-            at = 0
-            for times, keep in zip(parts, masks, strict=True):
-                at = _copy_kept(times, keep, found, at)
-            found.sort()
-            found = _without_repeats(found)
-            self._edges[thread] = found
-        return found
 
     def dataloader_wait(self, thread: int, a: int, b: int) -> tuple[int, int]:
         """ns of [a, b) the thread spent in DataLoader ``__next__``, and the line that called it."""
@@ -689,6 +685,8 @@ class Locator:
 _COMPILER_FRAME = "torch/_dynamo/"
 _ROUNDING_NS = 3
 _INNER_FRAMES = 12
+_NO_LINE, _RECOVERED, _EXACT = 0, 1, 2  # precision codes in _recover
+_PRECISION_OF = {_RECOVERED: Precision.RECOVERED, _EXACT: Precision.EXACT}
 _RANK = {Precision.OP: -1, Precision.FUNCTION: 0, Precision.RECOVERED: 1, Precision.EXACT: 2}
 # Annotations that mark steps or brrr's own line markers, not regions of the user's code.
 _NOT_REGIONS = ("ProfilerStep#", LINE_ANNOTATION_PREFIX)
@@ -702,52 +700,34 @@ class _Children:
     ends: np.ndarray
     exact: tuple[int | None, ...]  # the recorder's call-site line of child frames
     aligned: tuple[int | None, ...]  # lines recovered from the source
+    exact_line: np.ndarray  # ``exact`` with NONE for None
+    aligned_line: np.ndarray  # ``aligned`` with NONE for None
 
 
-def _of_thread(times: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """The times a mask keeps; the column itself (no copy) where it keeps all of them."""
-    return times if keep.all() else times[keep]
+def _line_array(lines: Sequence[int | None]) -> np.ndarray:
+    return np.array([NONE if x is None else x for x in lines], dtype=np.int64)
 
 
-def _copy_kept(times: np.ndarray, keep: np.ndarray, out: np.ndarray, at: int) -> int:
-    """The times a mask keeps, written into ``out`` from ``at`` a chunk at a time (a masked
-    copy of a whole column is tens of MB for a moment); the position after them."""
-    for lo in range(0, len(times), _COPY_CHUNK):
-        kept = times[lo : lo + _COPY_CHUNK][keep[lo : lo + _COPY_CHUNK]]
-        out[at : at + len(kept)] = kept
-        at += len(kept)
-    return at
-
-
-def _rows_kept(keep: np.ndarray, out: np.ndarray, at: int) -> int:
-    """The rows a mask keeps, written into ``out`` from ``at`` a chunk at a time (as
-    ``_copy_kept``); the position after them."""
-    for lo in range(0, len(keep), _COPY_CHUNK):
-        kept = np.flatnonzero(keep[lo : lo + _COPY_CHUNK]) + lo
-        out[at : at + len(kept)] = kept
-        at += len(kept)
-    return at
-
-
-def _without_repeats(times: np.ndarray) -> np.ndarray:
-    """Sorted times with each value once, thinned in place a chunk at a time (a mask and a
-    copy of the whole held it twice); ``times`` must own its memory."""
-    n = len(times)
-    if not n:
-        return times
-    written = 1
-    for lo in range(1, n, _COPY_CHUNK):
-        hi = min(n, lo + _COPY_CHUNK)
-        new = times[lo:hi][times[lo:hi] != times[lo - 1 : hi - 1]]
-        times[written : written + len(new)] = new
-        written += len(new)
-    times.resize(written, refcheck=False)  # the caller's own array: no other view of it
-    return times
-
-
-def _inside(times: np.ndarray, a: int, b: int) -> np.ndarray:
-    """The sorted times strictly inside (a, b)."""
-    return times[np.searchsorted(times, a, side="right") : np.searchsorted(times, b, side="left")]
+def _add_by_window(
+    out: list[list[tuple[int, int]]], window: np.ndarray, lines: np.ndarray, ns: np.ndarray
+) -> None:
+    """Append to ``out[k]`` each line's ns over the pieces of window k (pieces of no width
+    left out), lines in the order the window's pieces first meet them."""
+    keep = np.flatnonzero(ns > 0)
+    if not len(keep):
+        return
+    window, lines, ns = window[keep], lines[keep], ns[keep]
+    by_key = np.lexsort((lines, window))  # stable: a key's first piece comes first
+    new = np.ones(len(by_key), dtype=bool)
+    new[1:] = (window[by_key][1:] != window[by_key][:-1]) | (
+        lines[by_key][1:] != lines[by_key][:-1]
+    )
+    starts = np.flatnonzero(new)
+    sums = np.add.reduceat(ns[by_key].astype(np.int64), starts)
+    first = by_key[starts]
+    for g in np.argsort(first, kind="stable").tolist():
+        at = int(first[g])
+        out[int(window[at])].append((int(lines[at]), int(sums[g])))
 
 
 def outermost_ops(trace: Trace) -> np.ndarray:
@@ -823,8 +803,8 @@ def _compiled_frames(trace: Trace, user: np.ndarray) -> np.ndarray:
         w_reach = np.maximum.accumulate(frames.end_ns[win][order])
         # The thread's frames a chunk at a time: its millions of rows and their lookups at
         # once were ~60 MB for a moment (0.86 GB benchmark trace).
-        for lo in range(0, len(frames), _COPY_CHUNK):
-            on = lo + np.flatnonzero(frames.thread[lo : lo + _COPY_CHUNK] == h)
+        for lo in range(0, len(frames), _FRAME_CHUNK):
+            on = lo + np.flatnonzero(frames.thread[lo : lo + _FRAME_CHUNK] == h)
             k = np.searchsorted(w_start, frames.start_ns[on], side="right") - 1
             ok = k >= 0
             inside[on[ok]] = frames.end_ns[on[ok]] <= w_reach[k[ok]]

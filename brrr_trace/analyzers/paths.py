@@ -95,6 +95,7 @@ class PathMapper:
         self.refused: dict[str, str] = {}
         self._by_name: dict[str, list[str]] = {}
         self._cache: dict[str, str | None] = {}
+        self._relative: dict[str, str | None] = {}  # a report's lines share a few files
         # File names the suffix index holds (those the trace mentions); built on first need.
         self._wanted: set[str] = set()
         self._indexed: set[str] | None = None
@@ -205,9 +206,15 @@ class PathMapper:
         repository-relative path of SARIF and other shared reports; None outside the root."""
         if local is None or self.root is None:
             return None
+        if local not in self._relative:
+            self._relative[local] = self._relative_to_root(local, self.root)
+        return self._relative[local]
+
+    @staticmethod
+    def _relative_to_root(local: str, root: Path) -> str | None:
         for candidate in (Path(os.path.abspath(local)), Path(os.path.realpath(local))):
-            if candidate.is_relative_to(self.root):
-                return candidate.relative_to(self.root).as_posix()
+            if candidate.is_relative_to(root):
+                return candidate.relative_to(root).as_posix()
         return None
 
     def _by_suffix(self, normalized: str) -> str | None:

@@ -22,7 +22,7 @@ from brrr_trace.analyzers.opcost.activity import kernel_cost_from_launch, memcpy
 from brrr_trace.analyzers.opcost.cost import UNKNOWN_COST, OpCost
 from brrr_trace.analyzers.roofline import ceilings, classify, roofline_seconds
 from brrr_trace.analyzers.timeline import Timeline
-from brrr_trace.arraysets import distinct
+from brrr_trace.arraysets import distinct, distinct_rows
 from brrr_trace.hardware.peaks import GpuPeak
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.model import GPU_MEMCPY, GPU_MEMSET, Trace
@@ -382,7 +382,7 @@ def _called_time(
     frames_of_line: dict[int, dict[int, int]] = {}
     if known.any():
         keys = np.stack([frame[known], line[known], regime[known]], axis=1)
-        groups, inverse = np.unique(keys, axis=0, return_inverse=True)
+        groups, inverse = distinct_rows(keys)
         totals = np.bincount(inverse.reshape(-1), weights=excl[known])
         counts = np.bincount(inverse.reshape(-1))
         for (f, own_line, code), ns, n in zip(
@@ -435,7 +435,7 @@ def _inclusive(
     if not known.any():
         return {k: int(v) for k, v in out.items()}, called
     keys = np.stack([frame[known], line[known], regime[known]], axis=1)
-    groups, inverse = np.unique(keys, axis=0, return_inverse=True)
+    groups, inverse = distinct_rows(keys)
     totals = np.bincount(inverse.reshape(-1), weights=excl[known])
     for (f, own_line, code), ns in zip(groups.tolist(), totals.tolist(), strict=True):
         for caller in dict.fromkeys(locator.callers(int(f))):
@@ -504,7 +504,7 @@ def _top_kernels(
     if len(names) == 0:
         return {}
     pairs = np.stack([lines, names], axis=1)
-    keys, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    keys, inverse = distinct_rows(pairs)
     inverse = inverse.reshape(-1)
     totals = np.bincount(inverse, weights=dur.astype(np.float64))
     counts = np.bincount(inverse)

@@ -321,10 +321,11 @@ def _classify(
         after = np.flatnonzero(returned < b)
         later = profiler_cost(sync_threads[after], returned[after], b[after])
         next_line = ops.line[next_rows[is_sync]]
-        for k, c in zip(after.tolist(), later.tolist(), strict=True):
+        ran = locator.lines_over_many(sync_threads[after], returned[after], b[after])
+        for k, c, pieces in zip(after.tolist(), later.tolist(), ran, strict=True):
             length = int(b[k] - returned[k])
             rest_owner = int(next_line[k]) if next_line[k] != NONE else int(sync_lines[k])
-            for line, ns in locator.lines_over(int(sync_threads[k]), int(returned[k]), int(b[k])):
+            for line, ns in pieces:
                 owner = rest_owner if line == NONE else line
                 charge(owner, IdleCause.SYNC, ns, c * ns // length)
         for line, row, gap in zip(
@@ -387,13 +388,22 @@ def _classify(
                 strict=True,
             )
         )
+        by_statement = rest[~in_backward[rest]]
+        statement_pieces = dict(
+            zip(
+                by_statement.tolist(),
+                locator.lines_over_many(
+                    thread[host_idx[by_statement]],
+                    g0[host_idx[by_statement]],
+                    g1[host_idx[by_statement]],
+                ),
+                strict=True,
+            )
+        )
         for j in rest.tolist():
             k, c, fallback = int(host_idx[j]), int(cost[j]), int(next_of[j])
             length = int(g1[k] - g0[k])
-            if j in engine_pieces:
-                pieces = engine_pieces[j]
-            else:
-                pieces = locator.lines_over(int(thread[k]), int(g0[k]), int(g1[k]))
+            pieces = engine_pieces[j] if j in engine_pieces else statement_pieces[j]
             most = 0
             for line, ns in pieces or [(NONE, length)]:
                 line_owner = fallback if line == NONE else line

@@ -8,12 +8,13 @@ also says how its name is recognised; that stays in :class:`TableEntry`, out of 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
+
+import msgspec
 
 # The kind of arithmetic unit (or the host link) that bounds a piece of work.
 Unit = Literal["tensor", "simt", "link"]
@@ -142,7 +143,7 @@ def bundled_entries() -> tuple[TableEntry, ...]:
         from importlib import resources
 
         text = resources.files("brrr_trace").joinpath("data/gpu_peaks.json").read_text("utf-8")
-    return _parse_table(json.loads(text))
+    return _parse_table(msgspec.json.decode(text))
 
 
 def load_peak_table() -> tuple[GpuPeak, ...]:

@@ -6,7 +6,6 @@ building Python objects for it, which is where the speed over a dict-per-event p
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -125,7 +124,7 @@ def decode_batch(text: bytes, exact: bool, stats: DecodeStats) -> list[Any]:
     if loose is None and len(body) <= _LOOSE_WHOLE_RUN_BYTES:
         # Python's parser takes what msgspec refuses: NaN/Infinity, control characters.
         try:
-            loose = json.loads(body.decode("utf-8", errors="replace"), strict=False)
+            loose = _python_loads(body)
         except (ValueError, RecursionError):
             loose = None
     if isinstance(loose, list):
@@ -179,19 +178,27 @@ def decode_one(piece: bytes, exact: bool, stats: DecodeStats) -> Any:
     return coerce_event(obj, exact)
 
 
+def _python_loads(text: bytes) -> Any:
+    """Python's own JSON parser, lenient about control characters; imported on first need
+    (a clean trace never gets here, and the import is a few ms of a 5 MB trace's run)."""
+    import json
+
+    return json.loads(text.decode("utf-8", errors="replace"), strict=False)
+
+
 def _parse_loose(piece: bytes, stats: DecodeStats) -> Any:
     try:
         return _ANY.decode(piece)
     except (msgspec.DecodeError, RecursionError, ValueError):
         pass
     try:
-        return json.loads(piece.decode("utf-8", errors="replace"), strict=False)
+        return _python_loads(piece)
     except (ValueError, RecursionError):
         pass
     repaired = _escape_inner_quotes(piece)
     if repaired is not None:
         try:
-            obj = json.loads(repaired.decode("utf-8", errors="replace"), strict=False)
+            obj = _python_loads(repaired)
         except (ValueError, RecursionError):
             return None
         stats.unescaped_quotes += 1
