@@ -352,9 +352,8 @@ def test_a_grad_scalers_wait_is_the_fused_optimizers_to_remove(tmp_path: Path) -
         "pass over the parameters per operation; before each step the GradScaler waits for "
         "the GPU to read found_inf (3 blocking calls, 2.08 ms in all), which a fused step "
         "reads on the GPU",
-        fix="Use the fused implementation: torch.optim.AdamW(params, lr=..., fused=True) (or "
-        "foreach=True). A GradScaler then hands found_inf to the fused kernel instead of "
-        "waiting for it.",
+        fix="Use the fused implementation: torch.optim.AdamW(params, lr=..., fused=True). A "
+        "GradScaler then hands found_inf to the fused kernel instead of waiting for it.",
         est_savings_ns=865_100,
         est_savings_per_step_ns=288_366,
         est_savings_range_ns=(851_100, 866_850),

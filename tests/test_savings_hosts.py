@@ -246,7 +246,8 @@ def test_a_fused_step_under_a_grad_scaler_saves_its_wait_and_its_passes() -> Non
     (pair,) = json.loads((SESSION10 / "pairs.json").read_text())["rounds"][:1]
     assert (pair["program"], pair["fix"]) == ("amp_transformer", "fused-adamw")
     before, after = (
-        statistics.median(s for run in pair[side] for s in run) * 1e9 for side in ("before", "after")
+        statistics.median(s for run in pair[side] for s in run) * 1e9
+        for side in ("before", "after")
     )
     rep = analyze(
         SESSION10 / "amp_transformer.record.json.gz", AnalysisOptions(source_root=str(REAL))

@@ -35,7 +35,7 @@ def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
         if (
             form is None
             and len(step.kernels) < ctx.options.many_kernels
-            and not (step.found_inf_reads)
+            and not step.found_inf_reads
         ):
             continue
         line = ctx.locator.line_at(int(cpu.thread[row]), int(cpu.start_ns[row]))
@@ -118,8 +118,9 @@ def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
             line_id,
             int(saving),
             form_text + scaler_text,
-            "Use the fused implementation: torch.optim.AdamW(params, lr=..., fused=True) "
-            "(or foreach=True)."
+            "Use the fused implementation: torch.optim.AdamW(params, lr=..., fused=True)"
+            # foreach=True is what a foreach step already runs
+            + ("." if foreach[line_id] else " (or foreach=True).")
             + (
                 " A GradScaler then hands found_inf to the fused kernel instead of waiting for it."
                 if reads
