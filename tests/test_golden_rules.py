@@ -308,7 +308,7 @@ FOREACH_MUL = (
 )
 
 
-def steps_of_an_amp_optimizer(scaler_frames: bool = True) -> list[dict]:
+def steps_of_an_amp_optimizer(scaler_frames: bool = True, optimizer: str = "AdamW") -> list[dict]:
     """Three 1 ms steps: a 700 µs GEMM (the backward), then ``scaler.step(optimizer)``: a
     GradScaler reading found_inf (an ``.item()`` that waits for the GEMM) and a foreach
     AdamW step launching one 20 µs kernel."""
@@ -327,7 +327,7 @@ def steps_of_an_amp_optimizer(scaler_frames: bool = True) -> list[dict]:
             ),
             op("aten::item", t + 11.0, 697.0),
             runtime("cudaStreamSynchronize", t + 12.0, 695.0),
-            {**op("Optimizer.step#AdamW.step", t + 710.0, 50.0), "cat": "user_annotation"},
+            {**op(f"Optimizer.step#{optimizer}.step", t + 710.0, 50.0), "cat": "user_annotation"},
             op("aten::_foreach_mul_", t + 712.0, 10.0),
             launch(t + 714.0, corr=10 * k + 2),
             kernel(FOREACH_MUL, t + 720.0, 20.0, corr=10 * k + 2),
@@ -378,3 +378,10 @@ def test_a_wait_outside_a_grad_scaler_is_not_the_optimizers(tmp_path: Path) -> N
     assert finding.rule == "unfused-optimizer" and "found_inf_reads" not in finding.evidence
     assert finding.message.endswith("a pass over the parameters per operation")
     assert 3 * 13_200 < finding.est_savings_ns < 3 * (13_200 + 0.55 * 50_000)
+
+
+def test_an_optimizer_with_no_fused_step_is_not_told_to_fuse(tmp_path: Path) -> None:
+    # The same steps by a foreach optimizer torch has no fused version of: neither its passes
+    # nor the GradScaler's wait can go by fused=True, and the wait is the line's own again.
+    trace = write(tmp_path / "t.json", steps_of_an_amp_optimizer(optimizer="Shampoo"))
+    assert [f.rule for f in analyze(trace).findings if f.rule == "unfused-optimizer"] == []

@@ -21,13 +21,21 @@ from brrr_trace.arraysets import distinct, member
 from brrr_trace.traces.model import Trace
 
 _FOUND_INF_READ = re.compile(r"grad_scaler\.py\(\d+\): _maybe_opt_step$")
+# torch.optim's classes with a fused implementation (``fused=True``, torch 2.x).
+WITH_FUSED = frozenset({"Adam", "AdamW", "SGD", "Adagrad"})
 
 
 @dataclass(frozen=True)
 class OptimizerStep:
     row: int  # the ``Optimizer.step#`` range in ``cpu_ops``
+    optimizer: str  # its class: ``Optimizer.step#AdamW.step`` -> ``AdamW``
     kernels: np.ndarray  # GPU op rows launched inside it from its thread, in row order
     found_inf_reads: tuple[int, ...]  # blocking ``host_calls`` rows of a GradScaler before it
+
+    @property
+    def reads_a_fused_step_removes(self) -> tuple[int, ...]:
+        """The GradScaler's waits, where the optimizer has a fused step to hand them to."""
+        return self.found_inf_reads if self.optimizer in WITH_FUSED else ()
 
 
 def optimizer_steps(
@@ -68,7 +76,8 @@ def optimizer_steps(
                 ]
                 reads = tuple(sorted(inside.tolist()))
                 break
-        steps.append(OptimizerStep(row, kernels, reads))
+        name = strings[cpu.name[row]][len("Optimizer.step#") :]
+        steps.append(OptimizerStep(row, name.removesuffix(".step"), kernels, reads))
     return steps
 
 

@@ -79,7 +79,7 @@ def _sync_lines(ctx: RuleContext) -> list[_SyncLine]:
         if line_id != NONE:
             calls.setdefault(line_id, set()).add(row)
     # A GradScaler's waits for found_inf go with a fused optimizer step (unfused-optimizer).
-    scaler_reads = {r for step in ctx.optimizer_steps for r in step.found_inf_reads}
+    scaler_reads = {r for step in ctx.optimizer_steps for r in step.reads_a_fused_step_removes}
     candidates = []
     for line_id, all_rows in calls.items():
         rows = all_rows - scaler_reads

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.optimizer_steps import WITH_FUSED
 from brrr_trace.analyzers.replay import Fix
 from brrr_trace.analyzers.rules.context import RawFinding, RuleContext, duration_text
 from brrr_trace.traces.model import Trace
@@ -27,7 +28,9 @@ def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
     for step in ctx.optimizer_steps:
         row = step.row
         form = _multi_tensor_form(ctx.trace, row)
-        if form == "fused":
+        # A foreach step and a GradScaler's wait are fixed by a fused step, which only some
+        # optimizers have (a foreach Shampoo has none); a per-parameter one by foreach=True.
+        if form == "fused" or (form == "foreach" and step.optimizer not in WITH_FUSED):
             continue
         # A per-parameter step is worth fusing when it launches many kernels; a foreach step
         # runs few by design and still passes over the parameters once per op, and a
@@ -35,7 +38,7 @@ def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
         if (
             form is None
             and len(step.kernels) < ctx.options.many_kernels
-            and not step.found_inf_reads
+            and not step.reads_a_fused_step_removes
         ):
             continue
         line = ctx.locator.line_at(int(cpu.thread[row]), int(cpu.start_ns[row]))
@@ -49,7 +52,7 @@ def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
             foreach.setdefault(line, form == "foreach")
             per_line.setdefault(line, []).extend(step.kernels.tolist())
             steps_of_line.setdefault(line, []).append(row)
-            reads_of_line.setdefault(line, []).extend(step.found_inf_reads)
+            reads_of_line.setdefault(line, []).extend(step.reads_a_fused_step_removes)
     for line_id, line_kernels in per_line.items():
         cost = ctx.by_id.get(line_id)
         if cost is None:
