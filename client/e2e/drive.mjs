@@ -11,7 +11,7 @@
 //   - brrr-trace: Show Timeline opens the timeline beside the editor (a webview: its nested
 //     iframe draws the segments); a click on the widest kernel of a line puts the editor's
 //     cursor on that line, and that line's segments are then marked on the timeline;
-//   - unfused-elementwise, found over lines 306, 307 and 309, is in the Problems panel on each;
+//   - launch-overhead, found over lines 271-280 (a block's forward as a CUDA graph), is in the Problems panel on each;
 //   - the run picker lists both runs and both ranks; picking the loop shows its trace;
 //   - on the loop: line 108 compute, line 109 overhead, a hover, the host-sync diagnostic, the
 //     summary, and a changed brrr-trace.hintShare reaching the running server;
@@ -31,9 +31,9 @@ const E = {
   stepTrace: 'rank0.pt.trace.json.gz',
   modelLine: 306,
   optimizerLine: 309,
-  chainRule: 'unfused-elementwise',
-  chainMessage: 'transformer_step runs', // the step's own chain, not the blocks' (lines 271-280)
-  chainLines: [306, 307, 309],
+  chainRule: 'launch-overhead',
+  chainMessage: 'lines 271-280 of forward', // the blocks' forward as one CUDA graph
+  chainLines: [271, 272, 275, 277, 278, 279, 280],
   computeLine: 108,
   overheadLine: 109,
   rule: 'host-sync',
