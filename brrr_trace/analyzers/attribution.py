@@ -9,7 +9,7 @@ time lands on the forward line.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,6 @@ from brrr_trace.analyzers.alignment import align
 from brrr_trace.analyzers.backward import BackwardIndex, BackwardPoints
 from brrr_trace.analyzers.frames import (
     FrameName,
-    is_user_file,
     parse_call_stack,
     parse_frame,
     user_frame_mask,
@@ -29,6 +28,7 @@ from brrr_trace.analyzers.paths import PathMapper
 from brrr_trace.analyzers.safe_read import SourceSkipped, source_mtime
 from brrr_trace.analyzers.source import Body, Observed, find_body, frame_function, observe
 from brrr_trace.analyzers.thread_index import ThreadIndexes, inside
+from brrr_trace.analyzers.user_frames import compiled_frames, local_files
 from brrr_trace.arraysets import distinct, distinct_rows, member
 from brrr_trace.options import AnalysisOptions
 from brrr_trace.traces.brrr_fields import LINE_ANNOTATION_PREFIX
@@ -39,7 +39,6 @@ _DATALOADER_NEXT = ("dataloader.py", "__next__")
 _MAX_CUTS = 4096  # pieces of a host gap looked up for the statement running (lines_over)
 _PIECES_AT_ONCE = 1 << 16  # pieces of many gaps looked up together (lines_over_many)
 _QUERIES_AT_ONCE = 1 << 16  # call-site recovery's queries looked up together (_recover)
-_FRAME_CHUNK = 1 << 18  # frames looked up at a time (_compiled_frames)
 
 
 @dataclass(frozen=True)
@@ -74,9 +73,9 @@ class Locator:
         self._line_ids: dict[tuple[str, int, str], int] = {}
         frames = trace.frames
         strings = trace.strings
-        self.is_local = _local_files(trace, options, mapper)
+        self.is_local = local_files(trace, options, mapper)
         user = user_frame_mask(strings, frames.name, options, self.is_local)
-        user &= ~_compiled_frames(trace, user)
+        user &= ~compiled_frames(trace, user)
         self.user_rows = np.flatnonzero(user)
         self.user_frames = Innermost(
             frames.thread[user], frames.start_ns[user], frames.end_ns[user]
@@ -350,23 +349,14 @@ class Locator:
             return
         name_ids = frames.name[grouped[hit]].astype(np.int64)
         # Each (frame, line, precision) interned once, in the order the queries first meet it
-        # (the order ids are handed out in, as one lookup per query would). Sorted by key
-        # with lexsort: np.unique(axis=0) took 15-19 ms here on gpt_small, this ~2.
-        columns = (name_ids, line[hit], code[hit])
-        by_key = np.lexsort(columns[::-1])  # stable: a key's first query comes first
-        new_key = np.zeros(len(by_key), dtype=bool)
-        new_key[0] = True
-        for column in columns:
-            ordered = column[by_key]
-            new_key[1:] |= ordered[1:] != ordered[:-1]
-        first = by_key[new_key]
-        inverse = np.empty(len(by_key), dtype=np.int64)
-        inverse[by_key] = np.cumsum(new_key) - 1
-        ids = np.empty(len(first), dtype=np.int64)
+        # (the order ids are handed out in, as one lookup per query would).
+        keys, inverse = distinct_rows(np.stack((name_ids, line[hit], code[hit]), axis=1))
+        first = np.full(len(keys), len(inverse), dtype=np.int64)
+        np.minimum.at(first, inverse, np.arange(len(inverse)))
+        ids = np.empty(len(keys), dtype=np.int64)
         statement = self._statement_id
         for u in np.argsort(first, kind="stable").tolist():
-            q = int(first[u])
-            name_id, number, precision = int(name_ids[q]), int(line[hit[q]]), int(code[hit[q]])
+            name_id, number, precision = keys[u].tolist()
             ids[u] = statement(name_id, number, _PRECISION_OF[precision])
         out[sel[hit]] = ids[inverse]
 
@@ -682,7 +672,6 @@ class Locator:
         return covered, caller
 
 
-_COMPILER_FRAME = "torch/_dynamo/"
 _ROUNDING_NS = 3
 _INNER_FRAMES = 12
 _NO_LINE, _RECOVERED, _EXACT = 0, 1, 2  # precision codes in _recover
@@ -760,63 +749,6 @@ def _top_level_ops(trace: Trace) -> tuple[np.ndarray, Innermost, Innermost, np.n
     region_rows = np.flatnonzero(mask)
     regions = Innermost(cpu.thread[mask], cpu.start_ns[mask], cpu.end_ns[mask])
     return rows, index, regions, region_rows
-
-
-def _local_files(
-    trace: Trace, options: AnalysisOptions, mapper: PathMapper | None
-) -> Callable[[str], bool] | None:
-    """Whether a trace path is the user's own file, when the source is at hand: it maps under
-    the source root. Without any file of the trace under the root (a colleague's trace read
-    without the checkout) the trace's paths alone decide."""
-    if mapper is None or mapper.root is None:
-        return None
-    files = {
-        parsed.file
-        for sid in distinct(trace.frames.name).tolist()
-        if (parsed := parse_frame(trace.strings[sid])) is not None
-    }
-    mapper.expect(files)
-    if not any(mapper.map(f) for f in files if is_user_file(f, options)):
-        return None
-    return lambda file: mapper.map(file) is not None
-
-
-def _compiled_frames(trace: Trace, user: np.ndarray) -> np.ndarray:
-    """User frames that torch.compile ran as a graph: their statements never ran one by one.
-
-    Dynamo enters the original frame from its own eval-frame wrapper; time inside belongs to the
-    line that called the compiled function, so such frames are skipped over. Only frames inside
-    a compiler frame can be one, so only those are looked at.
-    """
-    frames = trace.frames
-    out = np.zeros(len(frames), dtype=bool)
-    is_compiler = np.array([s.startswith(_COMPILER_FRAME) for s in trace.strings], dtype=bool)
-    compiler = is_compiler[frames.name] if len(frames) else out
-    if not compiler.any() or not user.any():
-        return out
-    # Frames lying inside a compiler frame of their thread (sweep over each thread's windows).
-    inside = np.zeros(len(frames), dtype=bool)
-    for h in distinct(frames.thread[compiler]).tolist():
-        win = np.flatnonzero((frames.thread == h) & compiler)
-        order = np.argsort(frames.start_ns[win])
-        w_start = frames.start_ns[win][order]
-        w_reach = np.maximum.accumulate(frames.end_ns[win][order])
-        # The thread's frames a chunk at a time: its millions of rows and their lookups at
-        # once were ~60 MB for a moment (0.86 GB benchmark trace).
-        for lo in range(0, len(frames), _FRAME_CHUNK):
-            on = lo + np.flatnonzero(frames.thread[lo : lo + _FRAME_CHUNK] == h)
-            k = np.searchsorted(w_start, frames.start_ns[on], side="right") - 1
-            ok = k >= 0
-            inside[on[ok]] = frames.end_ns[on[ok]] <= w_reach[k[ok]]
-    candidates = np.flatnonzero(user & inside)
-    if not len(candidates):
-        return out
-    others = np.flatnonzero(~user & inside | compiler)
-    index = Innermost(frames.thread[others], frames.start_ns[others], frames.end_ns[others])
-    parent = index.at_many(frames.thread[candidates], frames.start_ns[candidates])
-    found = parent != NONE
-    out[candidates[found]] = compiler[others[parent[found]]]
-    return out
 
 
 def _load_body(
