@@ -89,9 +89,9 @@ Lines by time (3 of 3)
 statements
 Top fixes
   train.py:20 host-sync saves ~128.5 µs: the host waits for the GPU on this line (.item(), .cpu(),
-print, synchronize) 1 time(s), 0.23 ms in all; the queue drains, and the GPU then idles 0.14 ms
-until the host's next launch. Fix: Keep the value on the GPU (accumulate a tensor) and read it once
-per step or every N steps; torch.cuda.set_sync_debug_mode("warn") finds hidden syncs.
+print, synchronize) 1 time, 0.23 ms in all; the queue drains, and the GPU then idles 0.14 ms until
+the host's next launch. Fix: Keep the value on the GPU (accumulate a tensor) and read it once per
+step or every N steps; torch.cuda.set_sync_debug_mode("warn") finds hidden syncs.
 Note: Host times come from a profiled run, and recording stacks slows the Python side (a 500-op loop
 on an H200: 9.6 ms unprofiled, 14.1 ms profiled). The profiler's own cost inside the idle gaps is
 estimated from the events it recorded there (summary.profiler_overhead) and left out of savings
@@ -358,7 +358,7 @@ JSON = r"""{
       "file": "train.py",
       "path": null,
       "line": 20,
-      "message": "the host waits for the GPU on this line (.item(), .cpu(), print, synchronize) 1 time(s), 0.23 ms in all; the queue drains, and the GPU then idles 0.14 ms until the host's next launch",
+      "message": "the host waits for the GPU on this line (.item(), .cpu(), print, synchronize) 1 time, 0.23 ms in all; the queue drains, and the GPU then idles 0.14 ms until the host's next launch",
       "fix": "Keep the value on the GPU (accumulate a tensor) and read it once per step or every N steps; torch.cuda.set_sync_debug_mode(\"warn\") finds hidden syncs.",
       "est_savings_us": 128.5,
       "function": "update",

@@ -11,7 +11,7 @@ from typing import Any
 from brrr_trace.pipeline import analyze
 from brrr_trace.render.json import to_dict
 from brrr_trace.report import Finding, RuleSaving
-from tests.tracebuilder import frame, kernel, launch, op, runtime, write
+from tests.tracebuilder import frame, kernel, launch, memcpy, op, runtime, write
 
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
 ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"
@@ -257,7 +257,7 @@ def test_a_functions_sync_lines_are_replayed_together(tmp_path: Path) -> None:
         "host-sync",
         7,
         message="the host waits for the GPU on lines 7, 8 of step (.item(), .cpu(), print, "
-        "synchronize) 6 time(s), 51.0 µs in all; the queue drains, and the GPU then idles 1.16 "
+        "synchronize) 6 times, 51.0 µs in all; the queue drains, and the GPU then idles 1.16 "
         "ms until the host's next launch",
         fix=host_sync_fix(),
         est_savings_ns=997_500,
@@ -273,6 +273,36 @@ def test_a_functions_sync_lines_are_replayed_together(tmp_path: Path) -> None:
         },
     )
     assert finding == replace(expected, lines=(7, 8))
+
+
+def item_reads(steps: int) -> list[dict]:
+    """Steps of a 300 µs GEMM and a ``.item()`` of its result on line 5: aten::item runs
+    _local_scalar_dense, which copies the value (cudaMemcpyAsync, a device-to-host copy) and
+    then synchronizes: two blocking calls, one read."""
+    events = []
+    for k in range(steps):
+        t = 1000.0 * k
+        copy = 100 + k
+        events += [
+            frame("train.py(4): step", t, 990.0),
+            launch(t + 1.0, corr=k + 1),
+            kernel(BF16_GEMM, t + 6.0, 300.0, corr=k + 1),
+            op("aten::item", t + 10.0, 305.0),
+            op("aten::_local_scalar_dense", t + 11.0, 303.0),
+            runtime("cudaMemcpyAsync", t + 12.0, 296.0, corr=copy),
+            memcpy("Memcpy DtoH (Device -> Pageable)", t + 306.0, 1.0, corr=copy, nbytes=4),
+            runtime("cudaStreamSynchronize", t + 309.0, 3.0),
+        ]
+    return events
+
+
+def test_a_read_that_copies_then_synchronizes_is_one_wait(tmp_path: Path) -> None:
+    # Each step's .item() makes two blocking calls inside one ATen op: 3 reads, not 6.
+    (finding,) = findings(write(tmp_path / "t.json", item_reads(3)), "host-sync")
+    assert finding.message.startswith(
+        "the host waits for the GPU on this line (.item(), .cpu(), print, synchronize) 3 times, "
+    ), finding.message
+    assert finding.evidence["blocked_us"] == 3 * (296.0 + 3.0)
 
 
 def host_sync_fix() -> str:

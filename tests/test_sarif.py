@@ -76,7 +76,7 @@ def test_the_golden_step_as_sarif(tmp_path: Path, capsys) -> None:
             "level": "warning",
             "message": {
                 "text": "The host waits for the GPU on this line (.item(), .cpu(), print, "
-                "synchronize) 1 time(s), 0.23 ms in all; the queue drains, and the GPU then idles "
+                "synchronize) 1 time, 0.23 ms in all; the queue drains, and the GPU then idles "
                 "0.14 ms until the host's next launch. Fix: Keep the value on the GPU (accumulate "
                 "a tensor) and read it once per step or every N steps; "
                 'torch.cuda.set_sync_debug_mode("warn") finds hidden syncs. Estimated saving '

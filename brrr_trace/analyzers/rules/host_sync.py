@@ -17,7 +17,7 @@ import numpy as np
 
 from brrr_trace.analyzers.attribution import LineKey
 from brrr_trace.analyzers.frames import parse_frame
-from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.intervals import NONE, Innermost
 from brrr_trace.analyzers.replay import Fix
 from brrr_trace.analyzers.rules.context import RawFinding, RuleContext, duration_text
 
@@ -150,6 +150,7 @@ def _finding(
     host = ctx.trace.host_calls
     calls = [c for s in group for c in s.calls]
     blocked = int((host.end_ns[calls] - host.start_ns[calls]).sum())
+    reads = _reads(ctx, calls)
     gap = sum(s.gap_ns for s in group)
     replayed = sum(s.replayed_wait_ns for s in group)
     where = (
@@ -178,7 +179,8 @@ def _finding(
         top.line_id,
         saving,
         f"the host waits for the GPU {where} (.item(), .cpu(), print, synchronize) "
-        f"{len(calls)} time(s), {duration_text(blocked)} in all{drains}{unprofiled}",
+        f"{reads} {'time' if reads == 1 else 'times'}, {duration_text(blocked)} in all{drains}"
+        f"{unprofiled}",
         FIX_TEXT,
         {
             "sync_idle_us": round(gap / 1e3, 1),
@@ -190,6 +192,29 @@ def _finding(
         replayed=fix,
         saving_cap_ns=gap,
     )
+
+
+def _reads(ctx: RuleContext, calls: list[int]) -> int:
+    """How many times the host read or waited: the blocking calls made inside one ATen op are
+    one read (``.item()`` copies, then synchronizes: two calls); a call inside none counts alone."""
+    host, cpu = ctx.trace.host_calls, ctx.trace.cpu_ops
+    rows = np.asarray(calls, dtype=np.int64)
+    if not len(rows) or not len(cpu):
+        return len(rows)
+    thread, start = host.thread[rows], host.start_ns[rows]
+    # Only the ops that can hold one of these calls: on their threads, around their times.
+    near = (
+        np.isin(cpu.thread, np.unique(thread))
+        & ~cpu.annotation
+        & (cpu.start_ns <= start.max())
+        & (cpu.end_ns >= start.min())
+    )
+    if not near.any():
+        return len(rows)
+    kept = np.flatnonzero(near)
+    inner = Innermost(cpu.thread[kept], cpu.start_ns[kept], cpu.end_ns[kept]).at_many(thread, start)
+    alone = int(np.count_nonzero(inner == NONE))
+    return alone + len(np.unique(inner[inner != NONE]))
 
 
 def _function_of(ctx: RuleContext, sync: _SyncLine) -> tuple[str, str, int]:
