@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -551,3 +553,46 @@ def test_wait_steps_are_timed_without_the_line_mode(tmp_path: Path) -> None:
     assert len(timed) == 2 and all(isinstance(ns, int) and ns > 0 for ns in timed)
     # the later half of the wait (the third step) timed between two device syncs
     assert recorded["unprofiled_window"] == {"steps": 1, "ns": timed[1]}
+
+
+def test_the_optimizers_steps_in_the_later_wait_steps_are_timed(tmp_path: Path) -> None:
+    model = torch.nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    slept = []
+    real_step = opt.step
+
+    def slow_step(*args: object, **kwargs: object) -> object:
+        time.sleep(0.02)  # the optimizer's host time: at least 20 ms each
+        slept.append(1)
+        return real_step(*args, **kwargs)
+
+    opt.step = slow_step  # type: ignore[method-assign]
+    with record(tmp_path / "o.json", steps=1, wait=6) as rec:
+        for _ in range(8):  # 6 wait steps, the warm-up, 1 recorded
+            opt.zero_grad()
+            model(torch.randn(2, 4)).sum().backward()
+            opt.step()
+    assert rec.written and len(slept) == 8
+    recorded = load(tmp_path / "o.json")["brrr_record"]
+    assert recorded["unprofiled_window"]["steps"] == 2  # the wait's later half: steps 5 and 6
+    timed = recorded["unprofiled_optimizer_step_ns"]
+    assert len(timed) == 2 and all(20_000_000 <= ns < 2_000_000_000 for ns in timed), timed
+
+
+def test_an_lr_scheduler_sees_no_overridden_step(tmp_path: Path) -> None:
+    # The recorder wraps optimizer.step at its first step, after the scheduler wrapped it.
+    model = torch.nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=1)
+    with (
+        warnings.catch_warnings(record=True) as seen,
+        record(tmp_path / "s.json", steps=1, wait=1) as rec,
+    ):
+        warnings.simplefilter("always")
+        for _ in range(4):
+            opt.zero_grad()
+            model(torch.randn(2, 4)).sum().backward()
+            opt.step()
+            scheduler.step()
+    assert rec.written
+    assert not [w for w in seen if "overridden after learning rate" in str(w.message)]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +41,9 @@ class StepCounter:
         self._other_steps = 0
         self._inside_wrapper = 0
         self._wrapped: list[tuple[weakref.ref[Any], Any, Any]] = []  # optimizer, wrapper, before
+        # The wall time of the last wrapped step() that counted, in ns (None: the step that just
+        # ended was not timed, e.g. the first one, counted by the hook).
+        self.last_step_ns: int | None = None
 
     def start(self) -> None:
         from torch.optim.optimizer import register_optimizer_step_post_hook
@@ -85,20 +89,26 @@ class StepCounter:
             wrapper = functools.partial(
                 _counted_step, optimizer.step, weakref.ref(self), weakref.ref(optimizer)
             )
+            if hasattr(optimizer.step, "_wrapped_by_lr_sched"):
+                # An LR scheduler marks the step it wrapped and warns at its first step() when
+                # the mark is gone ("optimizer.step() has been overridden after learning rate
+                # scheduler initialization"); ours still calls its wrapper.
+                wrapper._wrapped_by_lr_sched = True  # type: ignore[attr-defined]
             optimizer.step = wrapper
         except Exception:  # an optimizer that refuses attributes: steps stay counted in the hook
             return
         self._wrapped.append((weakref.ref(optimizer), wrapper, before))
 
-    def _stepped(self, optimizer: Any) -> None:
+    def _stepped(self, optimizer: Any, took_ns: int | None = None) -> None:
         """Runs inside the user's ``optimizer.step()``: never lets an error of ours out."""
         try:
-            self._count(optimizer)
+            self._count(optimizer, took_ns)
         except Exception as error:
             self.broken = True
             self.on_error(error)
 
-    def _count(self, optimizer: Any) -> None:
+    def _count(self, optimizer: Any, took_ns: int | None = None) -> None:
+        self.last_step_ns = None
         if optimizer is None or self.broken:
             return
         if self._clock is None or self._clock() is None:
@@ -109,6 +119,7 @@ class StepCounter:
                 return
             self._clock = weakref.ref(optimizer)
         self._other_steps = 0
+        self.last_step_ns = took_ns
         self.on_step()
 
 
@@ -130,13 +141,15 @@ def _counted_step(
         counter = None
     if counter is not None:
         counter._inside_wrapper += 1
+    began = time.perf_counter_ns()
     try:
         out = step(*args, **kwargs)  # the one call: hidden_frames() finds its line
     finally:
         if counter is not None:
             counter._inside_wrapper -= 1
+    took = time.perf_counter_ns() - began
     if counter is not None and counter.running:
-        counter._stepped(optimizer_ref())
+        counter._stepped(optimizer_ref(), took)
     return out
 
 

@@ -26,6 +26,7 @@ from brrr_trace.recording.hidden_frames import HiddenFrames
 from brrr_trace.recording.notices import warn
 from brrr_trace.traces.brrr_fields import (
     RECORD_KEY,
+    UNPROFILED_OPTIMIZER_STEPS_KEY,
     UNPROFILED_STEPS_KEY,
     UNPROFILED_WINDOW_KEY,
 )
@@ -83,6 +84,7 @@ class Recorder:
         self._metadata_added = False
         self._running = False
         self._wait_step_ends: list[int] = []
+        self._wait_optimizer_ns: list[int] = []
         self._mode_pushed = False
         self._compiled_at_start = 0
 
@@ -101,6 +103,7 @@ class Recorder:
         self.steps_seen = self.steps_recorded = 0
         self._metadata_added = False
         self._wait_step_ends = []
+        self._wait_optimizer_ns = []
         self._running = True
         if self.exact_ops:
             # Pushed when the warm-up step begins, not now: a mode on the stack slows every torch
@@ -180,6 +183,9 @@ class Recorder:
             if self.steps_seen in (self._window_from(), self.wait - 1):
                 _synchronize()  # the timed window's edges: the GPU's work counted, not queued
             self._wait_step_ends.append(time.perf_counter_ns())
+            took = self._counter.last_step_ns if self._counter is not None else None
+            if took is not None and self.steps_seen > self._window_from():
+                self._wait_optimizer_ns.append(took)
         self.steps_seen += 1
         with _quiet_profiler():
             self._prof.step()
@@ -206,6 +212,8 @@ class Recorder:
                     "steps": self.wait - 1 - first,
                     "ns": ends[-1] - ends[first],
                 }
+                if self._wait_optimizer_ns:
+                    info[UNPROFILED_OPTIMIZER_STEPS_KEY] = list(self._wait_optimizer_ns)
             prof.add_metadata_json(RECORD_KEY, json.dumps(info))
             prof.add_metadata_json("torch_version", json.dumps(info["torch_version"]))
             self._metadata_added = True
