@@ -563,6 +563,7 @@ def analyze_loaded(
             replayed_ns=measured.replayed_ns,
             recorded_unprofiled_ns=measured.recorded_unprofiled_ns,
             profiler_cost_scale=measured.profiler_cost_scale,
+            optimizer_profiler_cost_scale=measured.optimizer_cost_scale,
         )
         if measured is not None
         else None

@@ -195,6 +195,8 @@ class StepsReport:
     replayed_ns: int | None  # per step, replayed with the profiler's own cost taken out
     recorded_unprofiled_ns: int | None = None  # per step, timed unprofiled by `brrr-trace record`
     profiler_cost_scale: float = 1.0  # the cost model's scale that matches it (1: not calibrated)
+    # Its scale inside the optimizer's steps, where `record` timed them too (None: not apart).
+    optimizer_profiler_cost_scale: float | None = None
 
     @property
     def count(self) -> int:

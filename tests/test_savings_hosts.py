@@ -265,3 +265,24 @@ def test_a_sync_message_does_not_promise_the_idle_the_hosts_work_keeps() -> None
     (finding,) = [f for f in report("d/cnn.record").findings if f.rule == "host-sync"]
     assert "the GPU then idles 867.45 ms until the host's next launch" in finding.message
     assert finding.message.endswith("most of that is the host's work after them, which stays")
+
+
+SESSION11B = REAL / "h200" / "session11b"
+
+
+def test_a_fused_step_under_a_grad_scaler_with_its_optimizer_timed() -> None:
+    # The AMP transformer recorded again, now with its optimizer.step() timed unprofiled (1.3 ms),
+    # and its fused AdamW timed in alternating processes on the same host
+    # (record_session11b.sh): 26.93 -> 23.48 ms a step.
+    (pair,) = json.loads((SESSION11B / "pairs.json").read_text())["rounds"][1:2]
+    assert (pair["program"], pair["fix"]) == ("amp_transformer", "fused-adamw")
+    before, after = (
+        statistics.median(s for run in pair[side] for s in run) * 1e9
+        for side in ("before", "after")
+    )
+    rep = analyze(
+        SESSION11B / "amp_transformer.record.json.gz", AnalysisOptions(source_root=str(REAL))
+    )
+    assert rep.steps is not None and rep.steps.optimizer_profiler_cost_scale is not None
+    (finding,) = [f for f in rep.findings if f.rule == "unfused-optimizer"]
+    assert 0.75 <= finding.est_savings_ns / rep.steps.count / (before - after) <= 1.25

@@ -86,6 +86,55 @@ def test_a_gpu_bound_step_keeps_the_models_cost_when_it_replays_the_timed_step(
     assert (steps.profiler_cost_scale, steps.replayed_ns) == (1.0, 190_000)
 
 
+def steps_with_an_optimizer() -> list[dict]:
+    """Two 1 ms steps: a launch (2 µs), then an optimizer step (``Optimizer.step#SGD.step``,
+    240 µs) of four 10 µs launches, each after 50 µs of Python holding 10 frames, then Python
+    (60 frames) until the next step."""
+    events = [frame("train.py(1): loop", 0.0, 2000.0)]
+    for k, t in enumerate((0.0, 1000.0)):
+        events += [
+            {**op(f"ProfilerStep#{k + 1}", t, 1000.0), "cat": "user_annotation"},
+            launch(t, corr=100 + k),
+            kernel(GEMM, t + 5.0, 5.0, corr=100 + k),
+            {**op("Optimizer.step#SGD.step", t + 2.0, 240.0), "cat": "user_annotation"},
+        ]
+        for j in range(4):
+            returned = t + 2.0 + 60.0 * j
+            events += [frame("optim/sgd.py(80): _single_tensor_sgd", returned + 1.0 + 4 * i, 2.0)
+                       for i in range(10)]  # fmt: skip
+            corr = 10 * (k + 1) + j
+            events += [
+                launch(returned + 50.0, corr, dur=10.0),
+                kernel(GEMM, returned + 55.0, 5.0, corr),
+            ]
+        events += [frame("train.py(9): f", t + 300.0 + 3 * i, 2.0) for i in range(60)]
+    return events
+
+
+def test_the_optimizers_timed_steps_calibrate_the_cost_inside_them(tmp_path: Path) -> None:
+    # The recorder timed each optimizer step unprofiled at 88 µs. Its four launches: 50 µs of
+    # host work less 15 µs of modelled cost (10 frames) each, and calls of 10 µs less 4 µs (the
+    # launch's callbacks): 4 x (60 - 19 s) = 88 at s = 2. The rest of a step is its first
+    # launch (the 0.5 µs floor) and the 758 µs after the optimizer less 90 µs (60 frames):
+    # 0.5 + 88 + 758 - 90 s' = 711.5 µs timed at s' = 1.5. One scale for both would be
+    # 998.5 - 166 s = 711.5: 1.729, and the optimizer would replay at 4 x (60 - 19 x 1.729) =
+    # 108.6 µs, a fifth slower than timed.
+    record = {
+        "unprofiled_window": {"steps": 2, "ns": 1_423_000},
+        "unprofiled_optimizer_step_ns": [88_000, 88_000, 88_000],
+    }
+    steps = analyze(write(tmp_path / "t.json", steps_with_an_optimizer(), brrr_record=record)).steps
+    assert steps is not None and steps.optimizer_profiler_cost_scale is not None
+    assert abs(steps.optimizer_profiler_cost_scale - 2.0) <= 0.001
+    assert abs(steps.profiler_cost_scale - 1.5) <= 0.001
+    assert abs(steps.replayed_ns - 711_500) <= 200
+
+    del record["unprofiled_optimizer_step_ns"]
+    steps = analyze(write(tmp_path / "t.json", steps_with_an_optimizer(), brrr_record=record)).steps
+    assert steps is not None and steps.optimizer_profiler_cost_scale is None
+    assert abs(steps.profiler_cost_scale - 1.729) <= 0.001
+
+
 SGEMM = "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4"
 
 

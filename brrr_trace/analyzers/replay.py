@@ -170,6 +170,10 @@ class StepGraph:
     launch_cost_ns: np.ndarray | None = None  # per event: the callbacks' cost, launches only
     tail_cost_ns: int = 0  # the profiler's cost from the last event's return to the trace's end
     cost_scale: float = 1.0
+    # Events whose cost has a scale of its own (a mask): the optimizer's steps, where the
+    # recorder timed them unprofiled (``steps.calibrated``); ``with_cost_scale`` keeps it.
+    optimizer_events: np.ndarray | None = None
+    optimizer_cost_scale: float = 1.0
     # The trace is a window of a training loop (it has ProfilerSteps): a saving is what one more
     # pass of the window takes in steady state, where the GPU work still queued when the host
     # finishes overlaps the next pass's host work instead of ending the run.
@@ -194,11 +198,14 @@ class StepGraph:
         if self.gap_ns is None or self.cost_ns is None or self.call_ns is None:
             return self
         assert self.launch_cost_ns is not None
-        work = np.maximum(0, self.gap_ns - np.rint(self.cost_ns * scale).astype(np.int64))
+        scales: float | np.ndarray = scale
+        if self.optimizer_events is not None:
+            scales = np.where(self.optimizer_events, self.optimizer_cost_scale, scale)
+        work = np.maximum(0, self.gap_ns - np.rint(self.cost_ns * scales).astype(np.int64))
         launch = self.launch_cost_ns > 0
         own = np.where(
             launch,
-            np.maximum(self.call_ns - np.rint(self.launch_cost_ns * scale), _MIN_LAUNCH_NS),
+            np.maximum(self.call_ns - np.rint(self.launch_cost_ns * scales), _MIN_LAUNCH_NS),
             self.call_ns,
         ).astype(np.int64)
         return replace(
@@ -212,6 +219,13 @@ class StepGraph:
             _runs=None,
             _runs_built=False,
             _lists=None,
+        )
+
+    def with_optimizer_cost_scale(self, events: np.ndarray, scale: float) -> StepGraph:
+        """The same graph with the profiler's cost of these events (a mask) scaled by ``scale``,
+        and of the others by the graph's ``cost_scale`` as before."""
+        return replace(self, optimizer_events=events, optimizer_cost_scale=scale).with_cost_scale(
+            self.cost_scale
         )
 
     def as_loop(self, steps: list[tuple[int, int]]) -> StepGraph:

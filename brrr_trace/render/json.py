@@ -243,6 +243,7 @@ def _steps(report: Report) -> dict[str, Any] | None:
             None if steps.recorded_unprofiled_ns is None else _us(steps.recorded_unprofiled_ns)
         ),
         "profiler_cost_scale": steps.profiler_cost_scale,
+        "optimizer_profiler_cost_scale": steps.optimizer_profiler_cost_scale,
     }
 
 

@@ -43,10 +43,15 @@ def _steps_line(steps: StepsReport) -> str:
     if steps.recorded_unprofiled_ns is not None:
         recorded, replayed = steps.recorded_unprofiled_ns, steps.replayed_ns
         line += f" · without the profiler {units.duration(recorded)} a step"
+        timed = (
+            "timed by record, its optimizer steps too"
+            if steps.optimizer_profiler_cost_scale is not None
+            else "timed by record"
+        )
         if replayed is None or abs(replayed - recorded) <= 0.01 * recorded:
-            line += " (timed by record; savings replayed to match it)"
+            line += f" ({timed}; savings replayed to match it)"
         else:  # a GPU-bound step, or a cost the model's scale cannot reach
-            line += f" (timed by record; the savings' replay: {units.duration(replayed)} a step)"
+            line += f" ({timed}; the savings' replay: {units.duration(replayed)} a step)"
     elif steps.replayed_ns is not None:
         line += f" · without the profiler's own cost ~{units.duration(steps.replayed_ns)} a step"
     return line

@@ -18,6 +18,7 @@ from brrr_trace.analyzers.steps import (
     calibrated,
     calibration_band,
     profiler_steps,
+    recorded_unprofiled_optimizer_step,
     recorded_unprofiled_step,
 )
 from brrr_trace.analyzers.timeline import Timeline
@@ -107,10 +108,22 @@ class RuleContext:
             graph = build_graph(
                 self.trace, self.ops, self.locator, self.timeline.blocking_rows, self.options
             )
+            cpu = self.trace.cpu_ops
+            # The optimizer's ranges only where the recorder timed its steps (they are found
+            # from every annotation of the trace).
+            ranges = (
+                [
+                    (int(cpu.thread[s.row]), int(cpu.start_ns[s.row]), int(cpu.end_ns[s.row]))
+                    for s in self.optimizer_steps
+                ]
+                if recorded_unprofiled_optimizer_step(self.trace) is not None
+                else []
+            )
             self._graph = calibrated(
                 graph.as_loop(profiler_steps(self.trace)),
                 self.trace,
                 self.options.profiler_cost_calibration_tolerance,
+                ranges,
             )
         return self._graph
 

@@ -1,6 +1,7 @@
 """Time each before/after pair of record_real.py unprofiled, the two sides interleaved.
 
     python3 time_pairs.py --out pairs.json [--rounds 3] [--warmup 20] [--budget-s 420] [--only P,Q]
+        [--fixes F,G]
 
 One timing process of a program is not one measurement of it: on the H200 the same unfixed
 program gave 13.9, 14.4 and 14.8 ms a step in three processes, more than some fixes gain. So
@@ -52,6 +53,7 @@ def main() -> int:
     parser.add_argument("--budget-s", type=float, default=420)
     parser.add_argument("--timeout", type=float, default=90)
     parser.add_argument("--only", default="", help="comma-separated programs")
+    parser.add_argument("--fixes", default="", help="comma-separated fixes (default: every one)")
     args = parser.parse_args()
     started = time.perf_counter()
     work = Path(args.out).resolve().parent / "work-pairs"
@@ -64,6 +66,8 @@ def main() -> int:
             if time.perf_counter() - started > args.budget_s:
                 break
             if args.only and name not in args.only.split(","):
+                continue
+            if args.fixes and fix not in args.fixes.split(","):
                 continue
             script, extra = PROGRAMS[name]
             entry = next((r for r in results if r["fix"] == fix and r["program"] == name), None)
