@@ -1,6 +1,7 @@
 """Time a fix that is one setting of a running program, both sides in the same process.
 
     python3 time_ab.py cnn --log-every 1 50 [--warmup 20] [--region-steps 50] [--rounds 6] [FLAGS]
+    python3 time_ab.py gpt --matmul-precision highest high [...] [FLAGS]
 
 Between processes, the CNN's step time varies more than some of its fixes gain: its batches are
 made by small CPU tensor ops in the main process, and one process ran them twice as fast as the
@@ -8,6 +9,10 @@ next (its two traces' ``__next__``: 18.5 vs 32.8 ms a step). A setting the step 
 it runs (here ``args.log_every``) can be switched between timed regions of one process, so both
 sides see the same CPU. The regions alternate A, B, A, B...; each is synchronized at its edges
 only. Prints one BENCH line: the per-step seconds of each side's regions.
+
+``--matmul-precision`` switches ``torch.set_float32_matmul_precision`` instead (TF32 off and
+on), which cuBLAS reads at every matmul: GPT small's timing processes ran 13.55-15.17 ms a step
+apart, more than TF32 gains there.
 """
 
 from __future__ import annotations
@@ -27,13 +32,21 @@ import train_utils  # noqa: E402
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("program")
-    parser.add_argument("--log-every", type=int, nargs=2, required=True, metavar=("A", "B"))
+    switch = parser.add_mutually_exclusive_group(required=True)
+    switch.add_argument("--log-every", type=int, nargs=2, metavar=("A", "B"))
+    switch.add_argument(
+        "--matmul-precision", nargs=2, choices=["highest", "high", "medium"], metavar=("A", "B")
+    )
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--region-steps", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=6)
     # Flags this script does not know are the program's own.
     ours, extra = parser.parse_known_args()
-    sides = {f"log_every={n}": n for n in ours.log_every}
+    if ours.log_every:
+        sides: dict[str, object] = {f"log_every={n}": n for n in ours.log_every}
+    else:
+        sides = {f"matmul_precision={p}": p for p in ours.matmul_precision}
+    every_side = [v for v in sides.values() if isinstance(v, int)]
     seconds: dict[str, list[float]] = {side: [] for side in sides}
     regions: list[tuple[str, float, float]] = []  # side, wall-clock start and end (epoch s)
 
@@ -43,11 +56,16 @@ def main() -> int:
             train_step(step)
             step += 1
         for _ in range(ours.rounds):
-            for side, every in sides.items():
-                args.log_every = every
-                # Start a region on a step that logs under either setting, so that each region
-                # logs as often as its setting says.
-                step += (-step) % max(sides.values())
+            for side, setting in sides.items():
+                if isinstance(setting, int):
+                    args.log_every = setting
+                    # Start a region on a step that logs under either setting, so that each
+                    # region logs as often as its setting says.
+                    step += (-step) % max(every_side)
+                else:
+                    import torch
+
+                    torch.set_float32_matmul_precision(str(setting))
                 train_utils._sync(device)
                 start = time.perf_counter()
                 for _ in range(ours.region_steps):
