@@ -135,7 +135,7 @@ def calibrated(
     Where the recorder also timed the optimizer's steps, the cost inside them is scaled first,
     on its own, until the replayed host takes that long there (``_optimizer_calibrated``): the
     profiler slows a per-parameter optimizer's Python far more than the rest of the step (3x
-    against 1.7x, tests/data/h200/session11), and one scale for both would make the rest of the
+    against 1.7x, tests/data/h200/session11b), and one scale for both would make the rest of the
     step too fast and a fused optimizer's saving too large.
 
     A GPU-bound step replays the same for every scale that leaves the host faster than the GPU,
