@@ -415,3 +415,46 @@ def test_an_optimizer_with_no_fused_step_is_not_told_to_fuse(tmp_path: Path) -> 
     # nor the GradScaler's wait can go by fused=True, and the wait is the line's own again.
     trace = write(tmp_path / "t.json", steps_of_an_amp_optimizer(optimizer="Shampoo"))
     assert [f.rule for f in analyze(trace).findings if f.rule == "unfused-optimizer"] == []
+
+
+TINY = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>"
+
+
+def adam_steps(first_makes_state: bool) -> list[dict]:
+    """Two 1 ms steps of a per-parameter Adam: a forward launch, then ``Optimizer.step`` with
+    25 launches of 1 µs kernels, each after 18 µs of host work; in the first step, with
+    ``first_makes_state``, 200 µs of ``zeros_like`` (the state) before them."""
+    events = []
+    for k in range(2):
+        t = 1000.0 * k
+        init = 200.0 if first_makes_state and k == 0 else 0.0
+        events += [
+            {**op(f"ProfilerStep#{k + 1}", t, 1000.0), "cat": "user_annotation"},
+            frame("train.py(4): step", t, 990.0),
+            launch(t + 1.0, corr=100 + k),
+            kernel(ADD, t + 5.0, 5.0, corr=100 + k),
+            {**op("Optimizer.step#Adam.step", t + 10.0, init + 500.0), "cat": "user_annotation"},
+        ]
+        if init:
+            events.append(op("aten::zeros_like", t + 10.0, init))
+        for j in range(25):
+            corr = 1000 * (k + 1) + j
+            at = t + 10.0 + init + 18.0 + 20.0 * j
+            events += [launch(at, corr), kernel(TINY, at + 4.0, 1.0, corr)]
+    return events
+
+
+def test_a_fused_step_still_makes_the_optimizers_state(tmp_path: Path) -> None:
+    # Both steps are host-bound: fusing removes the optimizer's host work but 100 µs a step
+    # (fused_step_host_ns), and its launches. Without state: 2 x 25 x 18 = 900 µs of host work
+    # in the steps, 200 of it kept, and 50 launches of 0.5 µs (the floor once the profiler's 4
+    # µs of callbacks are out of their 2 µs): 725 µs. With the first step's 200 µs of
+    # zeros_like, that time stays too: the first step took 200 µs longer than the second, and
+    # a fused Adam makes the same state. The zeros_like op is one profiler event (1 µs) in the
+    # 225 µs host gap before the first step's first launch, 218 µs of which lie in the step:
+    # 218 x 224 / 225 = 217.043 µs of it is the step's, not 218, so 724.043 µs (924.043 if the
+    # state were taken to go with the fused step).
+    plain = findings(write(tmp_path / "a.json", adam_steps(False)), "unfused-optimizer")
+    made = findings(write(tmp_path / "b.json", adam_steps(True)), "unfused-optimizer")
+    assert [f.est_savings_ns for f in plain] == [725_000]
+    assert [f.est_savings_ns for f in made] == [724_043]

@@ -42,7 +42,7 @@ def steady_gain_ms(before: str, after: str) -> float:
     return (PER_STEP_MS[before] - PER_STEP_MS[after]) * FIXTURES[before]["iterations"]
 
 
-# 2.1x and 3.1x the gain, and 2.0x and 2.6x with the trace and the times from one host
+# 2.1x and 2.7x the gain, and 2.0x and 2.1x with the trace and the times from one host
 # (README, "Estimated savings against reality"): removing item_in_loop's syncs makes the GPU run
 # its matmul 8-12% slower (back to back), which the replay does not model; in
 # optimizer_foreach_false the profiler costs the host 1.5-2x what the model takes out.
@@ -163,7 +163,7 @@ def per_step_gain_ms(folder: Path, before: str, after: str) -> float:
             "unfused-optimizer",
             "optimizer_foreach_false",
             "optimizer_fused",
-            marks=PROFILER_COST_UNDERESTIMATED,  # 44.3 ms against 8.37 x 3 = 25.1 (1.76)
+            marks=PROFILER_COST_UNDERESTIMATED,  # 34.7 ms against 8.37 x 3 = 25.1 (1.38)
         ),
     ],
 )

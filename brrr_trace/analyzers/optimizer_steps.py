@@ -11,7 +11,7 @@ A trace without Python frames (no ``with_stack``) cannot tell them from other sy
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -31,6 +31,9 @@ class OptimizerStep:
     optimizer: str  # its class: ``Optimizer.step#AdamW.step`` -> ``AdamW``
     kernels: np.ndarray  # GPU op rows launched inside it from its thread, in row order
     found_inf_reads: tuple[int, ...]  # blocking ``host_calls`` rows of a GradScaler before it
+    # The host time it spent making the optimizer's state (its first step: ``zeros_like`` per
+    # parameter and state), which any implementation spends too.
+    state_init_ns: int = 0
 
     @property
     def reads_a_fused_step_removes(self) -> tuple[int, ...]:
@@ -78,7 +81,64 @@ def optimizer_steps(
                 break
         name = strings[cpu.name[row]][len("Optimizer.step#") :]
         steps.append(OptimizerStep(row, name.removesuffix(".step"), kernels, reads))
-    return steps
+    return _with_state_init(trace, steps)
+
+
+_STATE_MAKERS = frozenset({"aten::zeros_like", "aten::zeros"})
+
+
+def _with_state_init(trace: Trace, steps: list[OptimizerStep]) -> list[OptimizerStep]:
+    """Each step with the host time it spent making state: a step that makes state tensors
+    (``zeros_like``: an Adam's first step, 2 per parameter) took that much longer than the same
+    optimizer's steps that make none (their median); with no such step in the trace, the
+    state-making ops' own time. A per-parameter Adam's first step: 30.4 ms against 20.6-20.9
+    (tests/data/h200/session11/plain)."""
+    cpu = trace.cpu_ops
+    makers = [i for i, text in enumerate(trace.strings) if text in _STATE_MAKERS]
+    if not makers or not steps:
+        return steps
+    is_maker = member(cpu.name, makers) & ~cpu.annotation
+    made: dict[int, int] = {}
+    for step in steps:
+        row = step.row
+        lo = int(np.searchsorted(cpu.start_ns, cpu.start_ns[row], side="left"))
+        hi = int(np.searchsorted(cpu.start_ns, cpu.end_ns[row], side="right"))
+        inside = lo + np.flatnonzero(
+            is_maker[lo:hi]
+            & (cpu.thread[lo:hi] == cpu.thread[row])
+            & (cpu.end_ns[lo:hi] <= cpu.end_ns[row])
+        )
+        if len(inside):
+            made[row] = _outer_time(cpu.start_ns[inside], cpu.end_ns[inside])
+    if not made:
+        return steps
+    out = []
+    for step in steps:
+        if step.row not in made:
+            out.append(step)
+            continue
+        plain = [
+            int(cpu.end_ns[s.row] - cpu.start_ns[s.row])
+            for s in steps
+            if s.optimizer == step.optimizer and s.row not in made
+        ]
+        took = int(cpu.end_ns[step.row] - cpu.start_ns[step.row])
+        init = max(0, took - int(np.median(plain))) if plain else made[step.row]
+        out.append(replace(step, state_init_ns=init))
+    return out
+
+
+def _outer_time(start: np.ndarray, end: np.ndarray) -> int:
+    """The time covered by intervals sorted by start (nested ones counted once)."""
+    total, reach = 0, None
+    for a, b in zip(start.tolist(), end.tolist(), strict=True):
+        if reach is None or a >= reach:
+            total += b - a
+            reach = b
+        elif b > reach:
+            total += b - reach
+            reach = b
+    return total
 
 
 def _found_inf_frames(trace: Trace) -> dict[int, list[tuple[int, int]]]:

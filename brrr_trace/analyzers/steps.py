@@ -165,10 +165,10 @@ def _optimizer_calibrated(
     graph: StepGraph, trace: Trace, optimizer_ranges: Sequence[OptimizerRange]
 ) -> StepGraph:
     """The graph with the profiler's cost inside the optimizer's steps scaled so that the
-    replayed host spends there what the recorder timed: the host work in those ranges (each
-    event's host gap by the share of it inside one) and the calls made in them. As it was
-    where the trace has no such time, or where its steps do not hold one optimizer step each
-    (the recorder timed the steps of one optimizer, its clock)."""
+    replayed host spends there what the recorder timed: the host work inside those ranges
+    (``host_work_inside``) and the calls made in them. As it was where the trace has no such
+    time, or where its steps do not hold one optimizer step each (the recorder timed the steps
+    of one optimizer, its clock)."""
     target = recorded_unprofiled_optimizer_step(trace)
     steps = profiler_steps(trace)
     if target is None or not steps or graph.gap_ns is None or not len(graph.start):
@@ -176,54 +176,47 @@ def _optimizer_calibrated(
     inside = [r for r in optimizer_ranges if steps[0][0] <= r[1] < steps[-1][1]]
     if not inside or len(inside) != len(steps):
         return graph
-    share, events = _share_inside(graph, inside)
+    by_thread = {
+        thread: (
+            np.asarray([a for h, a, _ in inside if h == thread], dtype=np.int64),
+            np.asarray([b for h, _, b in inside if h == thread], dtype=np.int64),
+        )
+        for thread in {r[0] for r in inside}
+    }
+    events = _calls_inside(graph, by_thread)
     if not events.any():
         return graph
     wanted = target * len(inside)
 
-    def host_at(scale: float) -> float:
+    def host_at(scale: float) -> int:
         scaled = graph.with_optimizer_cost_scale(events, scale)
-        return float((share * scaled.work).sum() + scaled.own[events].sum())
+        work = sum(
+            sum(scaled.host_work_inside(thread, starts, ends).values())
+            for thread, (starts, ends) in by_thread.items()
+        )
+        return work + int(scaled.own[events].sum())
 
     if host_at(0.0) <= wanted:
         return graph.with_optimizer_cost_scale(events, 0.0)
     if host_at(_MAX_COST_SCALE) >= wanted:
         return graph.with_optimizer_cost_scale(events, _MAX_COST_SCALE)
-    low, high = _bracket(lambda scale: int(host_at(scale)), wanted)
+    low, high = _bracket(host_at, wanted)
     return graph.with_optimizer_cost_scale(events, round((low + high) / 2, 3))
 
 
-def _share_inside(
-    graph: StepGraph, ranges: Sequence[OptimizerRange]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per event: the share of its host gap (from the previous call's return to its own call)
-    that lies inside one of the ranges of its thread, and whether its call does."""
-    n = len(graph.start)
-    share = np.zeros(n, dtype=np.float64)
-    events = np.zeros(n, dtype=bool)
-    for thread in sorted({r[0] for r in ranges}):
-        mine = sorted((a, b) for h, a, b in ranges if h == thread)
-        begins = np.asarray([a for a, _ in mine], dtype=np.int64)
-        ends = np.maximum(begins, np.asarray([b for _, b in mine], dtype=np.int64))
+def _calls_inside(
+    graph: StepGraph, by_thread: dict[int, tuple[np.ndarray, np.ndarray]]
+) -> np.ndarray:
+    """Per event: whether its call lies inside one of its thread's ranges (start, end)."""
+    events = np.zeros(len(graph.start), dtype=bool)
+    for thread, (starts, ends) in by_thread.items():
+        order = np.argsort(starts, kind="stable")
+        begins, finish = starts[order], ends[order]
         sel = np.flatnonzero(graph.event_thread == thread)
-        a, b = graph.gap_start[sel], graph.event_start[sel]
-        length = b - a
-        inside = _covered(b, begins, ends) - _covered(a, begins, ends)
-        share[sel] = np.where(length > 0, inside / np.maximum(length, 1), 0.0)
         at = graph.start[sel]
         k = np.searchsorted(begins, at, side="right") - 1
-        events[sel] = (k >= 0) & (at < ends[np.maximum(k, 0)])
-    return share, events
-
-
-def _covered(t: np.ndarray, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """The time inside the ranges [begins, ends) before each ``t`` (one thread's: they do not
-    overlap)."""
-    lengths = ends - begins
-    before = np.concatenate(([0], np.cumsum(lengths)))
-    k = np.maximum(np.searchsorted(begins, t, side="right") - 1, 0)
-    part = np.clip(t - begins[k], 0, lengths[k])
-    return np.where(t > begins[0], before[k] + part, 0)
+        events[sel] = (k >= 0) & (at < finish[np.maximum(k, 0)])
+    return events
 
 
 def _timed_step(

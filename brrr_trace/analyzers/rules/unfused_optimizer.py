@@ -24,6 +24,7 @@ def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
     per_line: dict[int, list[int]] = {}
     steps_of_line: dict[int, list[int]] = {}
     reads_of_line: dict[int, list[int]] = {}
+    init_of_line: dict[int, int] = {}
     foreach: dict[int, bool] = {}
     for step in ctx.optimizer_steps:
         row = step.row
@@ -53,6 +54,7 @@ def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
             per_line.setdefault(line, []).extend(step.kernels.tolist())
             steps_of_line.setdefault(line, []).append(row)
             reads_of_line.setdefault(line, []).extend(step.reads_a_fused_step_removes)
+            init_of_line[line] = init_of_line.get(line, 0) + step.state_init_ns
     for line_id, line_kernels in per_line.items():
         cost = ctx.by_id.get(line_id)
         if cost is None:
@@ -77,10 +79,12 @@ def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
                 )
             )
         # What the fused step still costs the host: its Python and a launch per parameter
-        # group; a foreach step's Python gathers the same lists the fused one does.
+        # group; a foreach step's Python gathers the same lists the fused one does. Making the
+        # optimizer's state (its first step) stays as it is.
         total = max(1, sum(saved.values()))
-        keep = (
-            int(total * ctx.options.fused_share_of_foreach_host)
+        init = min(init_of_line[line_id], total)
+        keep = init + (
+            int((total - init) * ctx.options.fused_share_of_foreach_host)
             if foreach[line_id]
             else ctx.options.fused_step_host_ns * len(steps_of_line[line_id])
         )
