@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from brrr_trace.errors import BrrrError
 from brrr_trace.traces.columns import Columns
-from brrr_trace.traces.events import DecodeStats, decode_batch
+from brrr_trace.traces.events import DecodeStats, PieceError, decode_batch, typed_pieces
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -63,12 +63,20 @@ def workers_for(path: str, asked: int) -> int:
     return max(1, min(cores, 4))
 
 
-def _decode_run(run: bytes, exact: bool, max_name_chars: int) -> tuple[Columns, DecodeStats]:
-    """In a worker: one run of events as columns of their own."""
-    stats = DecodeStats()
+def decode_run(run: bytes, exact: bool, max_name_chars: int) -> tuple[Columns, DecodeStats]:
+    """One run of events as columns of their own (in a worker, or in the reading process for
+    a small trace): decoded and added a piece at a time (``typed_pieces``), or where a piece
+    does not decode, the whole run anew through the lenient ``decode_batch``."""
     columns = Columns(exact=exact, max_name_chars=max_name_chars)
-    columns.add(decode_batch(run, exact, stats))
-    return columns, stats
+    try:
+        for events in typed_pieces(run, exact):
+            columns.add(events)
+    except PieceError:
+        columns = Columns(exact=exact, max_name_chars=max_name_chars)
+        stats = DecodeStats()
+        columns.add(decode_batch(run, exact, stats))
+        return columns, stats
+    return columns, DecodeStats()
 
 
 def give_back_free_memory() -> None:
@@ -116,7 +124,7 @@ class RunDecoder:
         try:
             for run in runs:
                 pending.append(
-                    (run, self._pool.submit(_decode_run, run, exact_of(), max_name_chars))
+                    (run, self._pool.submit(decode_run, run, exact_of(), max_name_chars))
                 )
                 while len(pending) >= limit:
                     yield self._next(pending)
