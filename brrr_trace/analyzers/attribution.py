@@ -406,18 +406,21 @@ class Locator:
         frames, cpu = self.trace.frames, self.trace.cpu_ops
         thread = int(frames.thread[row])
         s, e = int(frames.start_ns[row]), int(frames.end_ns[row])
-        starts, ends, rows, is_frame = self._threads.events_of(thread)
+        starts, rows, is_frame = self._threads.events_of(thread)
         lo = int(np.searchsorted(starts, s, side="left"))
         hi = int(np.searchsorted(starts, e, side="right"))
+        ends = self._threads.ends(rows[lo:hi], is_frame[lo:hi])
         keep = np.ones(hi - lo, dtype=bool)
         keep &= ~(is_frame[lo:hi] & (rows[lo:hi] == row))
         # ts and dur are rounded separately, so a child can end a few ns after its parent.
-        keep &= ends[lo:hi] <= e + _ROUNDING_NS
-        idx = np.arange(lo, hi)[keep]
+        keep &= ends <= e + _ROUNDING_NS
+        kept = np.flatnonzero(keep)
+        idx = kept + lo
         # A child starts at or after the end of everything before it: nested events do not.
-        reach = np.maximum.accumulate(ends[idx]) if len(idx) else ends[idx]
+        reach = np.maximum.accumulate(ends[kept]) if len(idx) else ends[kept]
         prior = np.concatenate(([s], reach[:-1])) if len(idx) else reach
-        idx = idx[starts[idx] >= np.maximum(prior, s)]
+        nested = starts[idx] >= np.maximum(prior, s)
+        idx, kept = idx[nested], kept[nested]
         names = self.trace.strings
         seen: list[Observed] = []
         exact: list[int | None] = []
@@ -431,7 +434,7 @@ class Locator:
             idx.tolist(), child_frame.tolist(), name_ids.tolist(), call_lines.tolist(), strict=True
         )
         for k, frame, name_id, call_line in children:
-            inner = self._inner_names(k, starts, ends, rows, is_frame) if frame else ()
+            inner = self._inner_names(k, starts, rows, is_frame) if frame else ()
             observed = self._observed.get((name_id, frame, inner))
             if observed is None:
                 observed = observe(names[name_id], frame, frozenset(inner))
@@ -443,7 +446,7 @@ class Locator:
             seen.append(observed)
             exact.append(call_line if call_line > 0 else None)
         child_start = starts[idx]
-        child_end = ends[idx]
+        child_end = ends[kept]
         aligned: tuple[int | None, ...] = (None,) * len(seen)
         if body is not None:
             memo_key = (id(body), tuple(seen), tuple(exact))
@@ -461,13 +464,13 @@ class Locator:
         self,
         k: int,
         starts: np.ndarray,
-        ends: np.ndarray,
         rows: np.ndarray,
         is_frame: np.ndarray,
     ) -> tuple[str, ...]:
         """Functions of the first frames a child frame runs (wrappers hide the called name)."""
         # The events inside the frame are the ones after it that start before it ends.
-        last = int(np.searchsorted(starts, ends[k], side="left"))
+        end = int(self.trace.frames.end_ns[rows[k]])
+        last = int(np.searchsorted(starts, end, side="left"))
         out: list[str] = []
         j = k + 1
         names, frame_names = self.trace.strings, self.trace.frames.name

@@ -151,15 +151,40 @@ def _one_value(column: np.ndarray) -> np.ndarray:
     return np.broadcast_to(column[:1].copy(), column.shape)
 
 
+_CPU_SPARSE_ROWS = ("c_seq_row", "c_fwd_row", "c_stack_row", "c_coll_row")
+# Columns kept as (row, value) pairs while events are added (``Columns._sparse``), and the
+# three taken from an op's triple of value ids.
+_SPARSE = ("c_seq", "c_fwd", "c_stack", "c_coll", "f_line")
+_OF_TRIPLE = ("c_dims", "c_types", "c_concrete")
+
+
 def _remap(ids: list[int]) -> np.ndarray:
     """A part's id -> this table's id (an empty part: one unused slot, so indexing works)."""
     return np.array(ids or [NO_ID], dtype=np.int64)
 
 
+def _int(value: Any) -> int:
+    """``_as_int`` with the plain int, the common case, taken first."""
+    if type(value) is int and -_INT64_MAX <= value <= _INT64_MAX:
+        return value
+    return _as_int(value)
+
+
 def _triple(value: Any) -> tuple[int, int, int]:
     if isinstance(value, list) and len(value) == 3:
-        x, y, z = (_as_int(v, 0) for v in value)
-        return (x, y, z)
+        x, y, z = value
+        # Plain ints that fit, the common case, without a call each.
+        m = _INT64_MAX
+        if (
+            type(x) is int
+            and type(y) is int
+            and type(z) is int
+            and -m <= x <= m
+            and -m <= y <= m
+            and -m <= z <= m
+        ):
+            return (x, y, z)
+        return (_as_int(x, 0), _as_int(y, 0), _as_int(z, 0))
     return (0, 0, 0)
 
 
@@ -193,16 +218,28 @@ class Columns:
         # cpu ops and annotations
         self.c_thread, self.c_name, self.c_ann = array("i"), array("i"), array("b")
         self.c_ts, self.c_dur = array(time_code), array(time_code)
-        self.c_seq, self.c_fwd = array("q"), array("q")
-        self.c_dims, self.c_types, self.c_concrete = array("i"), array("i"), array("i")
-        self.c_stack = array("i")
-        self.c_coll = array("i")
+        # An op's (input dims, types, concrete inputs) value ids as one id into ``triples``:
+        # most ops repeat a triple seen before, and one append costs less than three.
+        self.c_triple = array("i")
+        self.triples: list[tuple[int, int, int]] = [(NO_ID, NO_ID, NO_ID)]
+        self._triple_ids: dict[tuple[int, int, int], int] = {(NO_ID, NO_ID, NO_ID): 0}
+        self._triple_of_texts: dict[bytes, int] = {}
+        # Columns that most rows leave at NO_ID (sequence numbers and forward threads: two ops
+        # in three; legacy stacks, collectives and the recorder's call lines: nearly all) are
+        # kept as (row, value) pairs of the rows that have one: on the 0.86 GB benchmark trace
+        # the dense columns were ~30 MB of the load's peak, and an append per row per column.
+        self.c_seq_row, self.c_seq_val = array("i"), array("q")
+        self.c_fwd_row, self.c_fwd_val = array("i"), array("q")
+        self.c_stack_row, self.c_stack_val = array("i"), array("i")
+        self.c_coll_row, self.c_coll_val = array("i"), array("i")
         # python frames
-        self.f_thread, self.f_name, self.f_line = array("i"), array("i"), array("q")
+        self.f_thread, self.f_name = array("i"), array("i")
+        self.f_line_row, self.f_line_val = array("i"), array("q")
         self.f_ts, self.f_dur = array(time_code), array(time_code)
         # gpu annotations
         self.s_dev, self.s_name = array("q"), array("i")
         self.s_ts, self.s_dur = array(time_code), array(time_code)
+        self._lengths: dict[str, int] = {}  # rows of each table, once finishing
         self.skipped_categories: dict[str, int] = {}
         self.bad_times = 0
         self.bad_durations = 0
@@ -260,20 +297,19 @@ class Columns:
         thread_ids = self._thread_ids
         thread = self._thread
         exact = self.exact
-        f_thread, f_name, f_ts = self.f_thread.append, self.f_name.append, self.f_ts.append
-        f_dur, f_line = self.f_dur.append, self.f_line.append
+        f_ts_column = self.f_ts
+        f_thread, f_name, f_ts = self.f_thread.append, self.f_name.append, f_ts_column.append
+        f_dur = self.f_dur.append
+        c_ts_column = self.c_ts
         c_thread, c_name, c_ann = self.c_thread.append, self.c_name.append, self.c_ann.append
-        c_ts, c_dur, c_seq, c_fwd = (
-            self.c_ts.append,
-            self.c_dur.append,
-            self.c_seq.append,
-            self.c_fwd.append,
-        )
-        c_dims, c_types = self.c_dims.append, self.c_types.append
-        c_concrete, c_stack = self.c_concrete.append, self.c_stack.append
-        c_coll = self.c_coll.append
+        c_ts, c_dur = c_ts_column.append, self.c_dur.append
+        c_triple = self.c_triple.append
+        seq_row, seq_val = self.c_seq_row.append, self.c_seq_val.append
+        fwd_row, fwd_val = self.c_fwd_row.append, self.c_fwd_val.append
+        triple_of_texts = self._triple_of_texts
         join = b"\x00".join
-        triples: dict[bytes, tuple[int, int, int]] = {}
+        h_thread, h_name, h_corr = self.h_thread.append, self.h_name.append, self.h_corr.append
+        h_ts, h_dur = self.h_ts.append, self.h_dur.append
         self.events += len(events)
         for ev in events:
             ph = ev.ph
@@ -306,7 +342,8 @@ class Columns:
                 f_name(nix if nix is not None else intern(name))
                 f_ts(ts)
                 f_dur(dur)
-                f_line(NO_ID if args is None or args.call_line is None else _as_int(args.call_line))
+                if args is not None and args.call_line is not None:
+                    self._sparse("f_line", len(f_ts_column) - 1, _as_int(args.call_line))
             elif table in (_CPU, _ANNOTATION):
                 tix = thread_ids.get(key)
                 c_thread(tix if tix is not None else thread(*key))
@@ -316,49 +353,52 @@ class Columns:
                 c_ts(ts)
                 c_dur(dur)
                 if args is None:
-                    c_seq(NO_ID)
-                    c_fwd(NO_ID)
-                    c_dims(NO_ID)
-                    c_types(NO_ID)
-                    c_concrete(NO_ID)
-                    c_stack(NO_ID)
-                    c_coll(NO_ID)
-                else:
-                    # Plain ints inline (most ops have a sequence number): a call per field
-                    # is a good part of the per-event cost.
-                    seq, fwd = args.sequence, args.fwd_thread
-                    c_seq(
-                        seq
-                        if type(seq) is int and -_INT64_MAX <= seq <= _INT64_MAX
-                        else NO_ID
-                        if seq is None
-                        else _as_int(seq)
-                    )
-                    c_fwd(NO_ID if fwd is None else _as_int(fwd))
-                    # Values by their JSON text; b"" (absent) and b"null" are seeded as NO_ID.
-                    # An op's three values are looked up as one key: most ops repeat a
-                    # (dims, types, concrete) seen before, and each bytes() copy and lookup
-                    # is a good part of an op's cost. JSON text holds no NUL byte, so the
-                    # joined key is the three texts unambiguously.
-                    dims = args.input_dims
-                    texts = join(
-                        (dims or args.input_dims_legacy, args.input_types, args.concrete_inputs)
-                    )
-                    ids = triples.get(texts)
-                    if ids is None:
-                        ids = triples[texts] = self._value_triple(args)
-                    c_dims(ids[0])
-                    c_types(ids[1])
-                    c_concrete(ids[2])
-                    stack = args.call_stack
-                    c_stack(NO_ID if stack is None else self._stack_id(stack))
-                    c_coll(NO_ID if args.collective is None else self._collective(args))
+                    c_triple(0)  # (NO_ID, NO_ID, NO_ID)
+                    continue
+                # Values by their JSON text; b"" (absent) and b"null" are seeded as NO_ID.
+                # An op's three values are looked up as one key: most ops repeat a
+                # (dims, types, concrete) seen before, and each bytes() copy and lookup
+                # is a good part of an op's cost. JSON text holds no NUL byte, so the
+                # joined key is the three texts unambiguously.
+                dims = args.input_dims
+                texts = join(
+                    (dims or args.input_dims_legacy, args.input_types, args.concrete_inputs)
+                )
+                tri = triple_of_texts.get(texts)
+                if tri is None:
+                    tri = triple_of_texts[texts] = self._triple_id(self._value_triple(args))
+                c_triple(tri)
+                seq, fwd = args.sequence, args.fwd_thread
+                if seq is not None:
+                    # Plain ints inline: a call per field is a good part of an op's cost.
+                    if type(seq) is not int or not -_INT64_MAX <= seq <= _INT64_MAX:
+                        seq = _as_int(seq)
+                    if seq != NO_ID:
+                        seq_row(len(c_ts_column) - 1)
+                        seq_val(seq)
+                if fwd is not None:
+                    if type(fwd) is not int or not -_INT64_MAX <= fwd <= _INT64_MAX:
+                        fwd = _as_int(fwd)
+                    if fwd != NO_ID:
+                        fwd_row(len(c_ts_column) - 1)
+                        fwd_val(fwd)
+                if args.call_stack is not None:
+                    self._sparse("c_stack", len(c_ts_column) - 1, self._stack_id(args.call_stack))
+                if args.collective is not None:
+                    self._sparse("c_coll", len(c_ts_column) - 1, self._collective(args))
             elif table == _HOST:
-                self.h_thread.append(thread(*key))
-                self.h_name.append(intern(name))
-                self.h_ts.append(ts)
-                self.h_dur.append(dur)
-                self.h_corr.append(_as_int(args.correlation) if args is not None else NO_ID)
+                tix = thread_ids.get(key)
+                h_thread(tix if tix is not None else thread(*key))
+                nix = intern_ids.get(name) if type(name) is str else None
+                h_name(nix if nix is not None else intern(name))
+                h_ts(ts)
+                h_dur(dur)
+                corr = args.correlation if args is not None else None
+                h_corr(
+                    corr
+                    if type(corr) is int and -_INT64_MAX <= corr <= _INT64_MAX
+                    else _as_int(corr)
+                )
             elif table == _GPU:
                 self._gpu(ev, cat, ts, dur)
             elif table == _GPU_SPAN:
@@ -367,6 +407,20 @@ class Columns:
                 self.s_name.append(intern(name))
                 self.s_ts.append(ts)
                 self.s_dur.append(dur)
+
+    def _sparse(self, column: str, row: int, value: int) -> None:
+        """A row's value of a column kept as (row, value) pairs; NO_ID, the default, is not
+        kept."""
+        if value != NO_ID:
+            getattr(self, column + "_row").append(row)
+            getattr(self, column + "_val").append(value)
+
+    def _triple_id(self, ids: tuple[int, int, int]) -> int:
+        found = self._triple_ids.get(ids)
+        if found is None:
+            found = self._triple_ids[ids] = len(self.triples)
+            self.triples.append(ids)
+        return found
 
     def absorb(self, part: Columns) -> None:
         """Append the columns of the next run, decoded by a ``Columns`` of its own elsewhere
@@ -384,28 +438,48 @@ class Columns:
         )
         values = _remap([self._value(raw) for raw in part.values])
         threads = _remap([self._thread(*key) for key in part.thread_keys])
+        value_of = values.tolist()
+        triples = _remap(
+            [
+                self._triple_id(
+                    (
+                        value_of[d] if d >= 0 else NO_ID,
+                        value_of[t] if t >= 0 else NO_ID,
+                        value_of[c] if c >= 0 else NO_ID,
+                    )
+                )
+                for d, t, c in part.triples
+            ]
+        )
         renumbered = {
             "g_name": strings,
             "h_name": strings,
             "c_name": strings,
             "f_name": strings,
             "s_name": strings,
-            "c_stack": strings,
-            "c_dims": values,
-            "c_types": values,
-            "c_concrete": values,
-            "c_coll": values,
+            "c_stack_val": strings,
+            "c_triple": triples,
+            "c_coll_val": values,
             "h_thread": threads,
             "c_thread": threads,
             "f_thread": threads,
         }
+        # The part's rows of its sparse columns follow this table's rows (taken before any
+        # column grows).
+        shift = {name: len(self.c_ts) for name in _CPU_SPARSE_ROWS}
+        shift["f_line_row"] = len(self.f_ts)
         for name, column in vars(part).items():
             if not isinstance(column, array) or not column:
                 continue
             mine = getattr(self, name)
             ids = renumbered.get(name)
             if ids is None:
-                mine.extend(column)
+                by = shift.get(name)
+                if by is None:
+                    mine.extend(column)
+                else:
+                    rows = np.frombuffer(column, dtype=column.typecode) + by
+                    mine.frombytes(rows.astype(column.typecode).tobytes())
                 continue
             local = np.frombuffer(column, dtype=column.typecode)
             found = np.where(local >= 0, ids[np.maximum(local, 0)], NO_ID)
@@ -466,10 +540,8 @@ class Columns:
         grid = block = (0, 0, 0)
         graph = False
         if args is not None:
-            device = _as_int(args.device)
-            stream = _as_int(args.stream)
-            corr = _as_int(args.correlation)
-            nbytes = _as_int(args.nbytes)
+            device, stream = _int(args.device), _int(args.stream)
+            corr, nbytes = _int(args.correlation), _int(args.nbytes)
             grid = _triple(args.grid)
             block = _triple(args.block)
             graph = args.graph_id not in (None, 0, "0", "")
@@ -547,6 +619,21 @@ class Columns:
         )
         return start, np.maximum(end, start), valid
 
+    def _sorted_sparse(self, name: str, order: np.ndarray) -> np.ndarray:
+        """A sparse column (``_sparse``) made whole, NO_ID where a row has no value, in
+        ``order``; its pairs let go."""
+        rows, values = getattr(self, name + "_row"), getattr(self, name + "_val")
+        setattr(self, name + "_row", array(rows.typecode))
+        setattr(self, name + "_val", array(values.typecode))
+        if not rows:
+            return np.full(len(order), NO_ID, dtype=np.int64)
+        dense = np.full(self._lengths[name[:2]], NO_ID, dtype=np.int64)
+        dense[np.frombuffer(rows, dtype=rows.typecode)] = np.frombuffer(
+            values, dtype=values.typecode
+        )
+        out: np.ndarray = dense[order]
+        return out
+
     def _times(self, prefix: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A table's start and end ns (``_ns``), its unsorted ts and dur let go."""
         ts, dur = getattr(self, prefix + "ts"), getattr(self, prefix + "dur")
@@ -557,6 +644,14 @@ class Columns:
     def _sorted(self, name: str, order: np.ndarray, dtype: Any = np.int64) -> np.ndarray:
         """A column in ``order``, widened to ``dtype``; the unsorted column is let go at once, so
         that sorting a table holds one column twice, not the whole table."""
+        if name in _SPARSE:
+            return self._sorted_sparse(name, order).astype(dtype, copy=False)
+        if name in _OF_TRIPLE:
+            k = _OF_TRIPLE.index(name)
+            ids = np.array([triple[k] for triple in self.triples], dtype=np.int64)
+            which = np.frombuffer(self.c_triple, dtype=self.c_triple.typecode)
+            picked: np.ndarray = ids[which[order]]
+            return picked.astype(dtype, copy=False)
         column = getattr(self, name)
         setattr(self, name, array(column.typecode))
         if name.endswith(("_grid", "_block")):
@@ -567,6 +662,8 @@ class Columns:
 
     def finish(self) -> dict[str, Any]:
         take = self._sorted
+        # The tables' lengths, for their sparse columns (``_times`` lets the ts go first).
+        self._lengths = {"c_": len(self.c_ts), "f_": len(self.f_ts)}
         # Ids are int16 where their table (names, values, threads) has fewer than 2**15
         # entries, so that every id of it fits, whichever rows a column holds.
         names, values = _id_type(len(self.strings)), _id_type(len(self.values))
@@ -616,6 +713,7 @@ class Columns:
             call_stack=_one_value(take("c_stack", order, names)),
             collective=_one_value(take("c_coll", order, values)),
         )
+        self.c_triple = array(self.c_triple.typecode)
         del c_start, c_end
         f_start, f_end, ok = self._times("f_")
         order = _valid(np.lexsort((-f_end, f_start)), ok)

@@ -23,7 +23,12 @@ from brrr_trace.traces.model import (
     Problem,
     Trace,
 )
-from brrr_trace.traces.parallel import RunDecoder, give_back_free_memory, workers_for
+from brrr_trace.traces.parallel import (
+    RunDecoder,
+    decode_run,
+    give_back_free_memory,
+    workers_for,
+)
 from brrr_trace.traces.reader import ProgressFn, ReadState, iter_event_runs
 
 
@@ -55,16 +60,18 @@ def load(
     decoder = RunDecoder(workers) if workers > 1 else None
     try:
         runs = iter_event_runs(path, state, progress)
+        # Each run is decoded into columns of its own (by a worker, or here), absorbed in file
+        # order; the run that reaches the event cap is decoded again, whole, and cut there.
         parts = (
             decoder.decode(runs, lambda: state.exact_timestamps, max_name_chars)
             if decoder is not None
-            else ((run, None, None) for run in runs)
+            else ((run, *decode_run(run, state.exact_timestamps, max_name_chars)) for run in runs)
         )
         for run, part, part_stats in parts:
             if columns is None:
                 columns = Columns(exact=state.exact_timestamps, max_name_chars=max_name_chars)
             room = max_events - columns.events
-            if part is not None and part_stats is not None and part.events < room:
+            if part.events < room:
                 columns.absorb(part)
                 stats.add(part_stats)
                 continue

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from brrr_trace.errors import BrrrError
 from brrr_trace.traces.columns import Columns
-from brrr_trace.traces.events import DecodeStats, decode_batch
+from brrr_trace.traces.events import DecodeStats, PieceError, decode_batch, typed_pieces
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -63,29 +63,52 @@ def workers_for(path: str, asked: int) -> int:
     return max(1, min(cores, 4))
 
 
-def _decode_run(run: bytes, exact: bool, max_name_chars: int) -> tuple[Columns, DecodeStats]:
-    """In a worker: one run of events as columns of their own."""
-    stats = DecodeStats()
+def decode_run(run: bytes, exact: bool, max_name_chars: int) -> tuple[Columns, DecodeStats]:
+    """One run of events as columns of their own (in a worker, or in the reading process for
+    a small trace): decoded and added a piece at a time (``typed_pieces``), or where a piece
+    does not decode, the whole run anew through the lenient ``decode_batch``."""
     columns = Columns(exact=exact, max_name_chars=max_name_chars)
-    columns.add(decode_batch(run, exact, stats))
-    return columns, stats
+    try:
+        for events in typed_pieces(run, exact):
+            columns.add(events)
+    except PieceError:
+        columns = Columns(exact=exact, max_name_chars=max_name_chars)
+        stats = DecodeStats()
+        columns.add(decode_batch(run, exact, stats))
+        return columns, stats
+    return columns, DecodeStats()
+
+
+# glibc's mallopt parameter, and the free bytes at the top of the heap that it keeps from then on.
+_M_TRIM_THRESHOLD = -1
+_TRIM_THRESHOLD_BYTES = 8 << 20
 
 
 def give_back_free_memory() -> None:
     """Hand the allocator's free pages back to the system (glibc's ``malloc_trim``; elsewhere
     nothing). The pool's result thread unpickles the workers' columns in an allocator arena of
     its own, which nothing allocates from once the pool is gone: on the 0.86 GB benchmark trace
-    ~50 MB that stayed resident to the end."""
+    ~50 MB that stayed resident to the end.
+
+    And from then on the heap's free top goes back once it passes 8 MiB: glibc raises that
+    threshold to twice the largest array freed so far (up to 64 MiB), and the analysis of a
+    large trace frees tens of MB at a time, so its stages' peaks held that much free memory on
+    top of what they use (0.86 GB benchmark trace: 8-10 MiB off the peak, ~0.3 s more system
+    time for the pages taken again). A large trace only: this is for the process's lifetime,
+    and glibc keeps the size above which it maps arrays of their own where it stands."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
 
     try:
-        trim = ctypes.CDLL("libc.so.6").malloc_trim
+        libc = ctypes.CDLL("libc.so.6")
+        trim, mallopt = libc.malloc_trim, libc.mallopt
     except (OSError, AttributeError):  # musl and other C libraries have no malloc_trim
         return
     trim.argtypes = [ctypes.c_size_t]
     trim(0)
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD_BYTES)
 
 
 def _ready() -> None:
@@ -116,7 +139,7 @@ class RunDecoder:
         try:
             for run in runs:
                 pending.append(
-                    (run, self._pool.submit(_decode_run, run, exact_of(), max_name_chars))
+                    (run, self._pool.submit(decode_run, run, exact_of(), max_name_chars))
                 )
                 while len(pending) >= limit:
                     yield self._next(pending)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 
+from brrr_trace.analyzers.packed_fix import pack, unpack
 from brrr_trace.analyzers.replay import Fix, StepGraph
 from brrr_trace.analyzers.rules.context import RawFinding, Rule, RuleContext
 from brrr_trace.analyzers.rules.cpu_to_device import cpu_to_device
@@ -49,8 +50,10 @@ def find(ctx: RuleContext) -> list[RawFinding]:
     found = []
     for rule in RULES:
         for finding in rule(ctx):
-            # A rule replays a finding's fix just before it yields the finding.
-            found.append(replace(finding, replayed=finding.replayed or ctx.last_fix))
+            # A rule replays a finding's fix just before it yields the finding. The fix waits
+            # for the savings ranges packed: the large ones are hundreds of thousands of edits.
+            fix = finding.replayed or ctx.last_fix
+            found.append(replace(finding, replayed=pack(fix) if isinstance(fix, Fix) else fix))
             ctx.last_fix = None
     specific = {
         (f.line_id, generic): f.est_savings_ns
@@ -91,7 +94,7 @@ def savings_by_rule(
     fixes: dict[str, list[Fix]] = {}
     for f in found:
         if f.replayed is not None and f.est_savings_ns > 0:
-            fixes.setdefault(f.rule, []).append(f.replayed)
+            fixes.setdefault(f.rule, []).append(unpack(f.replayed))
     bounds = ctx.cost_bound_graphs
     out: dict[str, tuple[int, tuple[int, int] | None]] = {}
     for rule, group in fixes.items():
@@ -111,7 +114,7 @@ def savings_ranges(ctx: RuleContext, found: list[RawFinding]) -> list[tuple[int,
     host's pace does not."""
     bounds = ctx.cost_bound_graphs
     return [
-        _range(bounds, f.est_savings_ns, f.replayed, f.saving_cap_ns)
+        _range(bounds, f.est_savings_ns, unpack(f.replayed), f.saving_cap_ns)
         if f.replayed is not None
         else None
         for f in found

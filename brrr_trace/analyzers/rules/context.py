@@ -12,6 +12,7 @@ from brrr_trace.analyzers.collectives import Collectives
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.op_lines import OpAttribution
 from brrr_trace.analyzers.optimizer_steps import OptimizerStep, optimizer_steps
+from brrr_trace.analyzers.packed_fix import PackedFix
 from brrr_trace.analyzers.regimes import LineCost, OpClasses
 from brrr_trace.analyzers.replay import Fix, StepGraph, build_graph
 from brrr_trace.analyzers.steps import (
@@ -38,7 +39,8 @@ class RawFinding:
     fix: str
     evidence: dict[str, float | int | str] = field(default_factory=dict)
     covers: tuple[int, ...] = ()  # every line id the finding spans; () means line_id alone
-    replayed: Fix | None = field(default=None, compare=False)  # the fix its saving replayed
+    # The fix its saving replayed; ``rules.find`` keeps it packed (analyzers/packed_fix.py).
+    replayed: Fix | PackedFix | None = field(default=None, compare=False)
     # The most the saving can be whatever the replay says (host-sync: the idle after the waits
     # in the trace); the range's ends are held to it too.
     saving_cap_ns: int | None = field(default=None, compare=False)
