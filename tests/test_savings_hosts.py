@@ -238,21 +238,29 @@ def test_a_logging_item_saves_no_more_than_its_paired_regions_gained(
 SESSION10 = REAL / "h200" / "session10"
 
 
+def timed_pair_and_report(folder: Path, program: str, fix: str) -> tuple[float, float, Report]:
+    """A folder's pair (``pairs.json``: the median step of every region a side) and the report
+    of its program's record trace."""
+    (pair,) = [
+        p
+        for p in json.loads((folder / "pairs.json").read_text())["rounds"]
+        if (p["program"], p["fix"]) == (program, fix)
+    ]
+    before, after = (
+        statistics.median(s for run in pair[side] for s in run) * 1e9
+        for side in ("before", "after")
+    )
+    rep = analyze(folder / f"{program}.record.json.gz", AnalysisOptions(source_root=str(REAL)))
+    assert rep.steps is not None
+    return before, after, rep
+
+
 def test_a_fused_step_under_a_grad_scaler_saves_its_wait_and_its_passes() -> None:
     # The AMP transformer (fp16 autocast, GradScaler, clipping, foreach AdamW) recorded and its
     # fused AdamW timed in alternating processes on one host (record_session10.sh): 25.55 ->
     # 22.74 ms a step (3 processes a side). The GradScaler's found_inf read each step keeps the
     # host from running ahead; the fused step reads it on the GPU.
-    (pair,) = json.loads((SESSION10 / "pairs.json").read_text())["rounds"][:1]
-    assert (pair["program"], pair["fix"]) == ("amp_transformer", "fused-adamw")
-    before, after = (
-        statistics.median(s for run in pair[side] for s in run) * 1e9
-        for side in ("before", "after")
-    )
-    rep = analyze(
-        SESSION10 / "amp_transformer.record.json.gz", AnalysisOptions(source_root=str(REAL))
-    )
-    assert rep.steps is not None
+    before, after, rep = timed_pair_and_report(SESSION10, "amp_transformer", "fused-adamw")
     (finding,) = [f for f in rep.findings if f.rule == "unfused-optimizer"]
     assert finding.evidence["found_inf_reads"] == 20
     assert not [f for f in rep.findings if f.rule == "host-sync"]
@@ -274,15 +282,7 @@ def test_a_fused_step_under_a_grad_scaler_with_its_optimizer_timed() -> None:
     # The AMP transformer recorded again, now with its optimizer.step() timed unprofiled (1.3 ms),
     # and its fused AdamW timed in alternating processes on the same host
     # (record_session11b.sh): 26.93 -> 23.48 ms a step.
-    (pair,) = json.loads((SESSION11B / "pairs.json").read_text())["rounds"][1:2]
-    assert (pair["program"], pair["fix"]) == ("amp_transformer", "fused-adamw")
-    before, after = (
-        statistics.median(s for run in pair[side] for s in run) * 1e9
-        for side in ("before", "after")
-    )
-    rep = analyze(
-        SESSION11B / "amp_transformer.record.json.gz", AnalysisOptions(source_root=str(REAL))
-    )
+    before, after, rep = timed_pair_and_report(SESSION11B, "amp_transformer", "fused-adamw")
     assert rep.steps is not None and rep.steps.optimizer_profiler_cost_scale is not None
     (finding,) = [f for f in rep.findings if f.rule == "unfused-optimizer"]
     assert 0.75 <= finding.est_savings_ns / rep.steps.count / (before - after) <= 1.25
