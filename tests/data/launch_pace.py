@@ -41,7 +41,9 @@ def main() -> None:
     torch.cuda.synchronize()
     busy, idle = [], []
     for _ in range(args.rounds):
-        for _ in range(6):  # ~25 ms of matmuls queued: every launch below waits behind them
+        # Six FP32 8192 x 8192 matmuls queued (~1.1 TFLOP each, over 100 ms in all): every
+        # launch below waits behind them.
+        for _ in range(6):
             a @ b
         busy.append(timed_launches())
         torch.cuda.synchronize()
