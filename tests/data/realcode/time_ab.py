@@ -1,7 +1,7 @@
 """Time a fix that is one setting of a running program, both sides in the same process.
 
     python3 time_ab.py cnn --log-every 1 50 [--warmup 20] [--region-steps 50] [--rounds 6] [FLAGS]
-    python3 time_ab.py gpt --matmul-precision highest high [...] [FLAGS]
+    python3 time_ab.py gpt --matmul-precision highest high [--record TRACE] [...] [FLAGS]
 
 Between processes, the CNN's step time varies more than some of its fixes gain: its batches are
 made by small CPU tensor ops in the main process, and one process ran them twice as fast as the
@@ -12,7 +12,9 @@ only. Prints one BENCH line: the per-step seconds of each side's regions.
 
 ``--matmul-precision`` switches ``torch.set_float32_matmul_precision`` instead (TF32 off and
 on), which cuBLAS reads at every matmul: GPT small's timing processes ran 13.55-15.17 ms a step
-apart, more than TF32 gains there.
+apart, more than TF32 gains there. ``--record`` records the program first, in the same process
+(``brrr_trace.record``: 20 wait steps, a warm-up, 10 recorded), so that the estimate from the
+trace and the gain timed after it share one process's pace.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--region-steps", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument(
+        "--record",
+        metavar="TRACE",
+        help="first record the program's steps there (brrr_trace.record, --wait 20 --steps 10), "
+        "so that the trace and the gain come from one process",
+    )
     # Flags this script does not know are the program's own.
     ours, extra = parser.parse_known_args()
     if ours.log_every:
@@ -52,6 +60,20 @@ def main() -> int:
 
     def alternate(args, program, train_step, device) -> None:
         step = 0
+        if ours.record:
+            import brrr_trace
+
+            # The first side's setting, as the program runs unfixed; 20 wait steps, a warm-up
+            # and 10 recorded, a few more so that the window closes.
+            first = next(iter(sides.values()))
+            if isinstance(first, str):
+                import torch
+
+                torch.set_float32_matmul_precision(first)
+            with brrr_trace.record(ours.record, steps=10, wait=20):
+                for _ in range(34):
+                    train_step(step)
+                    step += 1
         for _ in range(ours.warmup):
             train_step(step)
             step += 1
