@@ -202,13 +202,12 @@ def _reads(ctx: RuleContext, calls: list[int]) -> int:
     if not len(rows) or not len(cpu):
         return len(rows)
     thread, start = host.thread[rows], host.start_ns[rows]
-    # Only the ops that can hold one of these calls: on their threads, around their times.
-    near = (
-        np.isin(cpu.thread, np.unique(thread))
-        & ~cpu.annotation
-        & (cpu.start_ns <= start.max())
-        & (cpu.end_ns >= start.min())
-    )
+    # Only the ops that hold one of these calls (on any thread; the index keeps threads apart):
+    # the first call at or after an op's start lies inside it.
+    starts = np.sort(start)
+    k = np.searchsorted(starts, cpu.start_ns)
+    near = (k < len(starts)) & ~cpu.annotation
+    near[near] &= starts[k[near]] <= cpu.end_ns[near]
     if not near.any():
         return len(rows)
     kept = np.flatnonzero(near)
