@@ -223,3 +223,13 @@ def test_the_steps_line_says_where_the_replay_does_not_match_the_timed_step() ->
     head = "Steps: 2 ProfilerStep(s), median 35.0 ms (spread 0 ns) · without the profiler 28.6 ms a"
     assert line(28_590_000) == head + " step (timed by record; savings replayed to match it)"
     assert line(28_060_000) == head + " step (timed by record; the savings' replay: 28.1 ms a step)"
+
+
+def test_bad_optimizer_times_calibrate_nothing_apart(tmp_path: Path) -> None:
+    for timed in ("88000", [True, -5, "88000", 10**14], None, {"ns": 88_000}):
+        record = {"unprofiled_window": {"steps": 2, "ns": 1_423_000}}
+        record["unprofiled_optimizer_step_ns"] = timed  # type: ignore[assignment]
+        trace = write(tmp_path / "t.json", steps_with_an_optimizer(), brrr_record=record)
+        steps = analyze(trace).steps
+        assert steps is not None and steps.optimizer_profiler_cost_scale is None
+        assert abs(steps.profiler_cost_scale - 1.729) <= 0.001
