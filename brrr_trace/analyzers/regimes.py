@@ -385,6 +385,7 @@ def _called_time(
         groups, inverse = distinct_rows(keys)
         totals = np.bincount(inverse.reshape(-1), weights=excl[known])
         counts = np.bincount(inverse.reshape(-1))
+        locator.prefetch_callers(groups[:, 0].tolist())  # all their callers at once
         for (f, own_line, code), ns, n in zip(
             groups.tolist(), totals.tolist(), counts.tolist(), strict=True
         ):
@@ -437,6 +438,7 @@ def _inclusive(
     keys = np.stack([frame[known], line[known], regime[known]], axis=1)
     groups, inverse = distinct_rows(keys)
     totals = np.bincount(inverse.reshape(-1), weights=excl[known])
+    locator.prefetch_callers(groups[:, 0].tolist())  # all their callers at once
     for (f, own_line, code), ns in zip(groups.tolist(), totals.tolist(), strict=True):
         for caller in dict.fromkeys(locator.callers(int(f))):
             if caller != own_line and caller != NONE:
