@@ -461,8 +461,11 @@ class Locator:
         children = zip(
             idx.tolist(), child_frame.tolist(), name_ids.tolist(), call_lines.tolist(), strict=True
         )
+        # Where each child frame's inner events end, in one search.
+        ends_at = np.searchsorted(starts, frames.end_ns[events[child_frame]], side="left")
+        last_of = iter(ends_at.tolist())
         for k, frame, name_id, call_line in children:
-            inner = self._inner_names(k, starts, rows, is_frame) if frame else ()
+            inner = self._inner_names(k, next(last_of), rows, is_frame) if frame else ()
             observed = self._observed.get((name_id, frame, inner))
             if observed is None:
                 observed = observe(names[name_id], frame, frozenset(inner))
@@ -491,14 +494,12 @@ class Locator:
     def _inner_names(
         self,
         k: int,
-        starts: np.ndarray,
+        last: int,
         rows: np.ndarray,
         is_frame: np.ndarray,
     ) -> tuple[str, ...]:
-        """Functions of the first frames a child frame runs (wrappers hide the called name)."""
-        # The events inside the frame are the ones after it that start before it ends.
-        end = int(self.trace.frames.end_ns[rows[k]])
-        last = int(np.searchsorted(starts, end, side="left"))
+        """Functions of the first frames a child frame runs (wrappers hide the called name):
+        of the events after it up to ``last``, the first to start once it ended."""
         out: list[str] = []
         j = k + 1
         names, frame_names = self.trace.strings, self.trace.frames.name
