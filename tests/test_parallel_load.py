@@ -146,10 +146,24 @@ def test_spans_hold_the_bytes_of_the_same_runs(
     runs = list(reader.iter_event_runs(path, state_runs))
     fd = os.open(path, os.O_RDONLY)
     try:
-        spans = list(reader.iter_event_spans(path, state_spans))
+        spans = list(reader.iter_event_spans(path, state_spans, None, same_as=fd))
         assert any(isinstance(run, reader.FileSpan) for run in spans)
         assert [parallel.run_text(run, fd) for run in spans] == runs
     finally:
         os.close(fd)
     assert state_spans == state_runs
     assert _tables(load(path, workers=2)) == _tables(load(path, workers=1))
+
+
+def test_no_spans_from_a_file_put_in_the_traces_place(tmp_path: Path, many_runs: None) -> None:
+    """A worker reads spans from the file it inherited: when another file took the trace's
+    name since, every run is handed over as bytes."""
+    path = _odd_trace(tmp_path / "t.json")
+    old = tmp_path / "old.json"
+    old.write_bytes(path.read_bytes())
+    fd = os.open(old, os.O_RDONLY)
+    try:
+        runs = list(reader.iter_event_spans(str(path), reader.ReadState(), None, same_as=fd))
+    finally:
+        os.close(fd)
+    assert runs == list(reader.iter_event_runs(str(path), reader.ReadState()))

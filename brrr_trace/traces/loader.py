@@ -63,8 +63,8 @@ def load(
     fd = decoder.fd if decoder is not None else None
     try:
         runs = (
-            iter_event_spans(path, state, progress)
-            if decoder is not None
+            iter_event_spans(path, state, progress, same_as=fd)
+            if fd is not None
             else iter_event_runs(path, state, progress)
         )
         # Each run is decoded into columns of its own (by a worker, or here), absorbed in file

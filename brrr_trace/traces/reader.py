@@ -114,19 +114,27 @@ def iter_event_runs(
 
 
 def iter_event_spans(
-    path: str, state: ReadState, progress: ProgressFn | None = None
+    path: str, state: ReadState, progress: ProgressFn | None, same_as: int
 ) -> Iterator[bytes | FileSpan]:
     """The runs of ``iter_event_runs``, cut at the same places, but those that are a plain
     file's bytes as they lie in it as a ``FileSpan`` of them (the first run, the last and
-    the runs of a gzip or URL stream stay bytes)."""
-    return _event_runs(path, state, progress, spans=True)
+    the runs of a gzip or URL stream stay bytes). Spans only while ``path`` is the file open
+    as ``same_as``, the one they are read from (not one put in its place in between)."""
+    return _event_runs(path, state, progress, spans=True, same_as=same_as)
 
 
 def _event_runs(
-    path: str, state: ReadState, progress: ProgressFn | None, spans: bool
+    path: str,
+    state: ReadState,
+    progress: ProgressFn | None,
+    spans: bool,
+    same_as: int | None = None,
 ) -> Iterator[bytes | FileSpan]:
     raw, plain = open_stream(path)
     total = stream_size(raw)
+    if spans and same_as is not None and plain is raw:
+        mine, theirs = os.fstat(raw.fileno()), os.fstat(same_as)
+        spans = (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino)
     stream: Stream = plain
     if isinstance(plain, LenientGunzip):
         stream = Prefetch(plain, CHUNK_BYTES)
