@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -117,3 +118,52 @@ def test_small_files_and_one_worker_decode_here() -> None:
     assert parallel.workers_for(small, 0) == 1
     assert parallel.workers_for(small, 1) == 1
     assert np.all(load(small, workers=0).trace.gpu.start_ns == load(small).trace.gpu.start_ns)
+
+
+def _glued_trace(path: Path) -> Path:
+    """A BOM, Kineto's spacing, blank lines between events and a second "traceEvents" list
+    (files glued by hand): the runs cut around each of them."""
+    events = [
+        json.dumps(kernel(f"k{i}", i * 10.0, 5, corr=i), indent=1 if i % 3 else None)
+        for i in range(600)
+    ]
+    first = ",\n\n  ".join(events[:300])
+    second = " ,\n".join(events[300:])
+    path.write_bytes(
+        b"\xef\xbb\xbf"
+        + f'{{"schemaVersion": 1, "traceEvents": [ {first} ], "x": 2, "traceEvents": [\n'
+        f'{second}\n], "displayTimeUnit": "ns"}}\n'.encode()
+    )
+    return path
+
+
+@pytest.mark.parametrize("build", [_odd_trace, _glued_trace])
+def test_spans_hold_the_bytes_of_the_same_runs(
+    tmp_path: Path, many_runs: None, build: object
+) -> None:
+    path = str(build(tmp_path / "t.json"))  # type: ignore[operator]
+    state_runs, state_spans = reader.ReadState(), reader.ReadState()
+    runs = list(reader.iter_event_runs(path, state_runs))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        spans = list(reader.iter_event_spans(path, state_spans, None, same_as=fd))
+        assert any(isinstance(run, reader.FileSpan) for run in spans)
+        assert [parallel.run_text(run, fd) for run in spans] == runs
+    finally:
+        os.close(fd)
+    assert state_spans == state_runs
+    assert _tables(load(path, workers=2)) == _tables(load(path, workers=1))
+
+
+def test_no_spans_from_a_file_put_in_the_traces_place(tmp_path: Path, many_runs: None) -> None:
+    """A worker reads spans from the file it inherited: when another file took the trace's
+    name since, every run is handed over as bytes."""
+    path = _odd_trace(tmp_path / "t.json")
+    old = tmp_path / "old.json"
+    old.write_bytes(path.read_bytes())
+    fd = os.open(old, os.O_RDONLY)
+    try:
+        runs = list(reader.iter_event_spans(str(path), reader.ReadState(), None, same_as=fd))
+    finally:
+        os.close(fd)
+    assert runs == list(reader.iter_event_runs(str(path), reader.ReadState()))

@@ -67,6 +67,8 @@ class Locator:
         self._parents: np.ndarray | None = None
         self._top_ops: tuple[np.ndarray, Innermost, Innermost, np.ndarray] | None = None
         self._callers: dict[int, tuple[int, ...]] = {}
+        # frame -> its caller's statement (name id, line, precision), None: the def line.
+        self._caller_keys: dict[int, tuple[int, int, Precision] | None] = {}
         # (frame name id, line, precision) -> line id: statements are looked up many times.
         self._statements: dict[tuple[int, int, Precision], int] = {}
         self.lines: list[LineKey] = []
@@ -188,6 +190,10 @@ class Locator:
         parent = int(parents[frame])
         if parent == NONE:
             found = ()
+        elif frame in self._caller_keys:
+            key = self._caller_keys.pop(frame)  # interned now: ids in the same order
+            line = self._statement_id(*key) if key else self.frame_line(int(self.user_rows[parent]))
+            found = (line, *self.callers(parent))
         else:
             t = np.array([frames.start_ns[self.user_rows[frame]]], dtype=np.int64)
             row = int(self.user_rows[parent])
@@ -196,6 +202,27 @@ class Locator:
             found = (int(out[0]), *self.callers(parent))
         self._callers[frame] = found
         return found
+
+    def prefetch_callers(self, frames: list[int]) -> None:
+        """The caller statements ``callers`` of these frames needs, up their chains, in one
+        ``_recover`` (~0.1 ms each alone: ~670 on the 79 MB benchmark trace)."""
+        parents, known = self._user_parents(), self._callers.keys() | self._caller_keys.keys()
+        todo: dict[int, None] = {}
+        for frame in frames:
+            while frame not in known and frame not in todo and parents[frame] != NONE:
+                todo[frame] = None
+                frame = int(parents[frame])
+        if not todo:
+            return
+        child = np.fromiter(todo, dtype=np.int64, count=len(todo))
+        rows = self.user_rows[parents[child]]
+        sink: list[tuple[np.ndarray, np.ndarray]] = []
+        t = self.trace.frames.start_ns[self.user_rows[child]].astype(np.int64)
+        self._recover(sink, np.arange(len(child)), rows, t)
+        self._caller_keys.update(dict.fromkeys(todo))
+        for where, keys in sink:
+            for k, (name_id, line, code) in zip(where.tolist(), keys.tolist(), strict=True):
+                self._caller_keys[int(child[k])] = (name_id, line, _PRECISION_OF[code])
 
     def _user_parents(self) -> np.ndarray:
         """For each user frame, the user frame it runs inside (through library frames too)."""
@@ -275,9 +302,9 @@ class Locator:
 
     # -- call-site recovery -----------------------------------------------------------------
 
-    def _recover(self, out: np.ndarray, where: np.ndarray, rows: np.ndarray, t: np.ndarray) -> None:
+    def _recover(self, out: Out, where: np.ndarray, rows: np.ndarray, t: np.ndarray) -> None:
         """Replace def-line results by statement lines: exact where the recorder wrote them,
-        recovered from the source where it is at hand."""
+        recovered from the source where it is at hand (into a list: the keys, not interned)."""
         if not len(rows):
             return
         order = np.argsort(rows, kind="stable")
@@ -297,9 +324,7 @@ class Locator:
             self._recover_part(out, grouped[part], sel[part], t)
             g = h
 
-    def _recover_part(
-        self, out: np.ndarray, grouped: np.ndarray, sel: np.ndarray, t: np.ndarray
-    ) -> None:
+    def _recover_part(self, out: Out, grouped: np.ndarray, sel: np.ndarray, t: np.ndarray) -> None:
         frames = self.trace.frames
         firsts = np.flatnonzero(np.concatenate(([True], grouped[1:] != grouped[:-1])))
         ends = [*firsts[1:].tolist(), len(grouped)]
@@ -348,6 +373,9 @@ class Locator:
         if not len(hit):
             return
         name_ids = frames.name[grouped[hit]].astype(np.int64)
+        if isinstance(out, list):
+            out.append((sel[hit], np.stack((name_ids, line[hit], code[hit]), axis=1)))
+            return
         # Each (frame, line, precision) interned once, in the order the queries first meet it
         # (the order ids are handed out in, as one lookup per query would).
         keys, inverse = distinct_rows(np.stack((name_ids, line[hit], code[hit]), axis=1))
@@ -433,8 +461,11 @@ class Locator:
         children = zip(
             idx.tolist(), child_frame.tolist(), name_ids.tolist(), call_lines.tolist(), strict=True
         )
+        # Where each child frame's inner events end, in one search.
+        ends_at = np.searchsorted(starts, frames.end_ns[events[child_frame]], side="left")
+        last_of = iter(ends_at.tolist())
         for k, frame, name_id, call_line in children:
-            inner = self._inner_names(k, starts, rows, is_frame) if frame else ()
+            inner = self._inner_names(k, next(last_of), rows, is_frame) if frame else ()
             observed = self._observed.get((name_id, frame, inner))
             if observed is None:
                 observed = observe(names[name_id], frame, frozenset(inner))
@@ -463,14 +494,12 @@ class Locator:
     def _inner_names(
         self,
         k: int,
-        starts: np.ndarray,
+        last: int,
         rows: np.ndarray,
         is_frame: np.ndarray,
     ) -> tuple[str, ...]:
-        """Functions of the first frames a child frame runs (wrappers hide the called name)."""
-        # The events inside the frame are the ones after it that start before it ends.
-        end = int(self.trace.frames.end_ns[rows[k]])
-        last = int(np.searchsorted(starts, end, side="left"))
+        """Functions of the first frames a child frame runs (wrappers hide the called name):
+        of the events after it up to ``last``, the first to start once it ended."""
         out: list[str] = []
         j = k + 1
         names, frame_names = self.trace.strings, self.trace.frames.name
@@ -678,6 +707,7 @@ class Locator:
 _ROUNDING_NS = 3
 _INNER_FRAMES = 12
 _NO_LINE, _RECOVERED, _EXACT = 0, 1, 2  # precision codes in _recover
+Out = np.ndarray | list[tuple[np.ndarray, np.ndarray]]
 _PRECISION_OF = {_RECOVERED: Precision.RECOVERED, _EXACT: Precision.EXACT}
 _RANK = {Precision.OP: -1, Precision.FUNCTION: 0, Precision.RECOVERED: 1, Precision.EXACT: 2}
 # Annotations that mark steps or brrr's own line markers, not regions of the user's code.

@@ -79,12 +79,77 @@ class Innermost:
         return list(out.items())
 
 
-# Intervals flattened per chunk (``_flatten``): a thread's millions of events as Python lists at
-# once, with an int object per time, were hundreds of MB for a moment on the 0.86 GB trace.
+# Intervals flattened per chunk (``_flatten_stack``): a thread's millions of events as Python
+# lists at once, with an int object per time, were hundreds of MB for a moment on the 0.86 GB
+# trace.
 _CHUNK = 1 << 16
+# Up to this many intervals a thread is flattened by arrays (``_flatten_nested``): its ~12
+# temporaries of one int64 per interval stay a few MB, where a 0.86 GB trace's main thread (2-3
+# million intervals) would add ~200 MB to the peak; there the stack loop keeps its chunks.
+_NESTED_MAX = 1 << 20
 
 
 def _flatten(
+    order: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """One thread's intervals (``order``: rows sorted by start, longest first) as segments:
+    the boundary times and the innermost row open from each (``NONE`` outside all)."""
+    if len(order) <= _NESTED_MAX:
+        found = _flatten_nested(order, start, end)
+        if found is not None:
+            return found
+    return _flatten_stack(order, start, end)
+
+
+def _flatten_nested(
+    order: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``_flatten_stack``'s segments by array operations, the same arrays, when no interval
+    outlives the one it opens in (then the stack loop never clips an end); None otherwise.
+
+    In the stack loop an interval j closes just before the first later interval that starts
+    at or after its end (its "slot"; past the last, at the end), inner intervals of a slot
+    first, and it hands its segment to the interval open around it (its parent). The open
+    intervals at i are the earlier ones whose slot is after i: their count is i's depth, and
+    i's parent is the last earlier interval one level up. The loop's result is this one
+    exactly when every interval ends by its parent's end: each interval pushed then ends no
+    later than the one below it, so the pops take exactly the intervals ended by then."""
+    n = len(order)
+    s, e = start[order], end[order]
+    index = np.arange(n, dtype=np.int64)
+    # The slot of each interval: the first later start at or after its end (starts ascend).
+    slot = np.maximum(np.searchsorted(s, e, side="left"), index + 1)
+    before = np.cumsum(np.bincount(slot, minlength=n + 1))  # closes in slots up to each
+    depth = index - before[:n]
+    # Intervals level by level, in order within a level (a stable sort of small ints).
+    small = int(depth.max()) < 1 << 15
+    by_level = np.argsort(depth.astype(np.int16) if small else depth, kind="stable")
+    level_key = depth[by_level] * (n + 1) + by_level
+    up = np.searchsorted(level_key, (depth - 1) * (n + 1) + index, side="left") - 1
+    has_parent = depth > 0
+    parent = np.full(n, -1, dtype=np.int64)
+    parent[has_parent] = by_level[up[has_parent]]
+    if np.any(depth[parent[has_parent]] != depth[has_parent] - 1):
+        return None  # not a nesting: cannot happen, but the loop is the definition
+    if np.any(e[has_parent] > e[parent[has_parent]]):
+        return None  # a child outlives its parent: the loop clips it
+    # Each slot's closes (inner first: later intervals first), then the slot's own open: the
+    # k-th close in that order sits after the opens of the slots before its own.
+    closes = index[::-1][np.argsort(slot[::-1], kind="stable")]
+    open_at = index + before[:n]
+    close_at = np.empty(n, dtype=np.int64)
+    close_at[closes] = index + slot[closes]
+    ids = order.astype(np.int64)
+    seg_start = np.empty(2 * n, dtype=np.int64)
+    seg_id = np.empty(2 * n, dtype=np.int32 if len(start) < 1 << 31 else np.int64)
+    seg_start[open_at] = s
+    seg_id[open_at] = ids
+    seg_start[close_at] = e
+    seg_id[close_at] = np.where(has_parent, ids[np.maximum(parent, 0)], NONE)
+    return seg_start, seg_id
+
+
+def _flatten_stack(
     order: np.ndarray, start: np.ndarray, end: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     # Each interval opens one segment and, when it ends, opens its parent's again: exactly two

@@ -27,9 +27,10 @@ from brrr_trace.traces.parallel import (
     RunDecoder,
     decode_run,
     give_back_free_memory,
+    run_text,
     workers_for,
 )
-from brrr_trace.traces.reader import ProgressFn, ReadState, iter_event_runs
+from brrr_trace.traces.reader import ProgressFn, ReadState, iter_event_runs, iter_event_spans
 
 
 def load(
@@ -57,9 +58,15 @@ def load(
     columns: Columns | None = None
     capped = False
     workers = workers_for(path, workers)
-    decoder = RunDecoder(workers) if workers > 1 else None
+    # Workers read a plain file's runs from the file themselves (``iter_event_spans``).
+    decoder = RunDecoder(workers, path) if workers > 1 else None
+    fd = decoder.fd if decoder is not None else None
     try:
-        runs = iter_event_runs(path, state, progress)
+        runs = (
+            iter_event_spans(path, state, progress, same_as=fd)
+            if fd is not None
+            else iter_event_runs(path, state, progress)
+        )
         # Each run is decoded into columns of its own (by a worker, or here), absorbed in file
         # order; the run that reaches the event cap is decoded again, whole, and cut there.
         parts = (
@@ -75,7 +82,7 @@ def load(
                 columns.absorb(part)
                 stats.add(part_stats)
                 continue
-            events = decode_batch(run, state.exact_timestamps, stats)
+            events = decode_batch(run_text(run, fd), state.exact_timestamps, stats)
             if len(events) >= room:
                 capped = len(events) > room
                 columns.add(events[:room])

@@ -1,11 +1,12 @@
 """A large trace's runs decoded in worker processes, merged in file order (architecture §3).
 
 Decoding and sorting events into columns is the loader's cost, one run of events at a time
-and independent between runs. The reading process hands each run's bytes to a worker (forked
-before the file is opened, so no reader thread is copied), each worker decodes it into the
-columns of a ``Columns`` of its own, and the reader merges those in file order: names, values
-and threads are renumbered into the reader's tables in the order a single process would have
-met them, so the trace is the same, id for id.
+and independent between runs. The reading process hands each run to a worker (forked
+before the file is opened, so no reader thread is copied): a plain file's run as where it lies
+in the file (``FileSpan``), which the worker reads itself, other runs as their bytes. Each
+worker decodes its run into the columns of a ``Columns`` of its own, and the reader merges
+those in file order: names, values and threads are renumbered into the reader's tables in the
+order a single process would have met them, so the trace is the same, id for id.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from typing import TYPE_CHECKING, Any
 from brrr_trace.errors import BrrrError
 from brrr_trace.traces.columns import Columns
 from brrr_trace.traces.events import DecodeStats, PieceError, decode_batch, typed_pieces
+from brrr_trace.traces.files import open_trace
+from brrr_trace.traces.reader import FileSpan
+
+Run = bytes | FileSpan
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -63,10 +68,32 @@ def workers_for(path: str, asked: int) -> int:
     return max(1, min(cores, 4))
 
 
-def decode_run(run: bytes, exact: bool, max_name_chars: int) -> tuple[Columns, DecodeStats]:
+def run_text(run: Run, fd: int | None) -> bytes:
+    """A run's bytes: a ``FileSpan`` read from the trace file open as ``fd``."""
+    if isinstance(run, bytes):
+        return run
+    if fd is None:
+        raise ValueError("a FileSpan needs the file it lies in")
+    parts = []
+    offset, left = run.offset, run.size
+    while left > 0:  # a regular file reads short only at its end
+        part = os.pread(fd, left, offset)
+        if not part:
+            raise BrrrError("the trace file became shorter while it was read")
+        parts.append(part)
+        offset += len(part)
+        left -= len(part)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def decode_run(
+    run: Run, exact: bool, max_name_chars: int, fd: int | None = None
+) -> tuple[Columns, DecodeStats]:
     """One run of events as columns of their own (in a worker, or in the reading process for
     a small trace): decoded and added a piece at a time (``typed_pieces``), or where a piece
-    does not decode, the whole run anew through the lenient ``decode_batch``."""
+    does not decode, the whole run anew through the lenient ``decode_batch``. A ``FileSpan``
+    is read from ``fd`` first."""
+    run = run_text(run, fd)
     columns = Columns(exact=exact, max_name_chars=max_name_chars)
     try:
         for events in typed_pieces(run, exact):
@@ -116,13 +143,19 @@ def _ready() -> None:
 
 
 class RunDecoder:
-    """A pool of forked workers that turns runs of events into ``Columns``, in order."""
+    """A pool of forked workers that turns runs of events into ``Columns``, in order.
 
-    def __init__(self, workers: int) -> None:
+    The trace file is opened before the workers are forked, so that each inherits it: a
+    ``FileSpan`` is read through that descriptor (``fd``), from the file the reader reads
+    when the reader opens the same path (a plain file only: gzip and URLs give no spans)."""
+
+    def __init__(self, workers: int, path: str | None = None) -> None:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         self.workers = workers
+        self._file = open_trace(path) if path is not None else None
+        self.fd = self._file.fileno() if self._file is not None else None
         self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
         # Fork every worker before the caller opens the trace (a .json.gz is inflated by a
         # thread, which a fork must not copy).
@@ -130,16 +163,16 @@ class RunDecoder:
             future.result()
 
     def decode(
-        self, runs: Iterator[bytes], exact_of: Any, max_name_chars: int
-    ) -> Iterator[tuple[bytes, Columns, DecodeStats]]:
+        self, runs: Iterator[Run], exact_of: Any, max_name_chars: int
+    ) -> Iterator[tuple[Run, Columns, DecodeStats]]:
         """Each run with its columns, in the order of ``runs``; ``exact_of()`` says how the
         runs' timestamps are read (known once the first run is out)."""
-        pending: deque[tuple[bytes, Future[tuple[Columns, DecodeStats]]]] = deque()
+        pending: deque[tuple[Run, Future[tuple[Columns, DecodeStats]]]] = deque()
         limit = self.workers * _QUEUED_PER_WORKER
         try:
             for run in runs:
                 pending.append(
-                    (run, self._pool.submit(decode_run, run, exact_of(), max_name_chars))
+                    (run, self._pool.submit(decode_run, run, exact_of(), max_name_chars, self.fd))
                 )
                 while len(pending) >= limit:
                     yield self._next(pending)
@@ -151,8 +184,8 @@ class RunDecoder:
 
     @staticmethod
     def _next(
-        pending: deque[tuple[bytes, Future[tuple[Columns, DecodeStats]]]],
-    ) -> tuple[bytes, Columns, DecodeStats]:
+        pending: deque[tuple[Run, Future[tuple[Columns, DecodeStats]]]],
+    ) -> tuple[Run, Columns, DecodeStats]:
         from concurrent.futures.process import BrokenProcessPool
 
         run, future = pending.popleft()
@@ -167,3 +200,5 @@ class RunDecoder:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._file is not None:
+            self._file.close()

@@ -39,7 +39,9 @@ def manual_attention(ctx: RuleContext) -> Iterator[RawFinding]:
             rows = ctx.rows(cost.line_id)
             if len(rows):
                 first[cost.line_id] = int(ctx.trace.gpu.start_ns[rows].min())
-                kinds[cost.line_id] = {ctx.kind(r) for r in rows.tolist()}
+                # The kinds of its distinct codes: a line has thousands of kernels, a few kinds.
+                codes = distinct(ctx.classes.op_kind[rows]).tolist()
+                kinds[cost.line_id] = {ctx.classes.kind[code] for code in codes}
         if any(KernelKind.ATTENTION in k for k in kinds.values()):
             continue
         ordered = sorted(first, key=first.get)  # type: ignore[arg-type]
