@@ -10,8 +10,9 @@ the process) that recorded it:
   profiled call against the same process's unprofiled call (``measurements.json``);
 - the 10-step GPT small and tiny MLP traces of ``tests/data/realcode/h200/hosts/{a,b}`` against
   the unfixed side's per-step time timed on that host (``pairs.json``);
-- the ``brrr-trace record`` traces (``hosts/c``, ``record-timed``) against their own
-  unprofiled steps.
+- the ``brrr-trace record`` traces (``hosts/c``, ``record-timed``, session 11's) against their
+  own unprofiled steps, and where the recorder timed the optimizer's steps too (session 11),
+  the host time inside them against that (``OptimizerPoint``).
 
 The replay's time (the whole call, or a step of the loop) is computed with a candidate set of
 per-event costs; the fit minimizes the squared log ratio of replayed to measured time,
@@ -28,12 +29,19 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from brrr_trace import pipeline  # noqa: E402
 from brrr_trace.analyzers.replay import build_graph  # noqa: E402
-from brrr_trace.analyzers.steps import profiler_steps, recorded_unprofiled_step  # noqa: E402
+from brrr_trace.analyzers.steps import (  # noqa: E402
+    _calls_inside,
+    profiler_steps,
+    recorded_unprofiled_optimizer_step,
+    recorded_unprofiled_step,
+)
 from brrr_trace.options import AnalysisOptions  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
@@ -65,6 +73,41 @@ class Point:
             return graph.as_loop(self.steps).period() / len(self.steps)
         first = int(graph.start.min()) if len(graph.start) else 0
         return graph._baseline() - first
+
+
+@dataclass
+class OptimizerPoint(Point):
+    """The host time inside a record trace's optimizer steps, replayed at the model's cost,
+    against the recorder's unprofiled ``optimizer.step()`` (times the steps): where the model
+    puts the profiler's cost within a step, which a whole step's time cannot tell."""
+
+    def replayed_ns(self, options: AnalysisOptions) -> float:
+        ctx = self.context
+        ctx.locator.options = options
+        ctx.locator.let_go(traced=True)
+        graph = build_graph(ctx.trace, ctx.ops, ctx.locator, ctx.timeline.blocking_rows, options)
+        graph = graph.as_loop(self.steps)
+        by_thread = _optimizer_ranges(ctx, self.steps)
+        events = _calls_inside(graph, by_thread)
+        work = sum(
+            sum(graph.host_work_inside(thread, a, b).values())
+            for thread, (a, b) in by_thread.items()
+        )
+        return float(work + int(graph.own[events].sum()))
+
+
+def _optimizer_ranges(ctx, steps: list[tuple[int, int]]) -> dict:
+    cpu = ctx.trace.cpu_ops
+    rows = [s.row for s in ctx.optimizer_steps if steps[0][0] <= cpu.start_ns[s.row] < steps[-1][1]]
+    out: dict = {}
+    for r in rows:
+        a, b = out.setdefault(int(cpu.thread[r]), ([], []))
+        a.append(int(cpu.start_ns[r]))
+        b.append(int(cpu.end_ns[r]))
+    return {
+        t: (np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
+        for t, (a, b) in out.items()
+    }
 
 
 def context_of(path: Path, source_root: Path) -> object:
@@ -109,12 +152,28 @@ def points() -> list[Point]:
     recorded = sorted((HOSTS / "c").glob("*.record.json.gz")) + sorted(
         (REAL / "h200" / "record-timed").glob("*.json.gz")
     )
-    for path in recorded:
-        ctx = context_of(path, REAL)
+    # The record traces whose optimizer steps were timed too (session 11): the step, and the
+    # optimizer's part of it.
+    timed_optimizer = [
+        (DATA / "h200" / "session11b" / "optimizer_foreach_false.record.json.gz", DATA),
+        *((REAL / "h200" / s / f"{p}.record.json.gz", REAL) for s, p in (
+            ("session11b", "amp_transformer"), ("session11c", "gpt_small"),
+            ("session11d", "gpt_small"),
+        )),
+    ]  # fmt: skip
+    for path, root in [(p, REAL) for p in recorded] + timed_optimizer:
+        if not path.exists():
+            continue
+        ctx = context_of(path, root)
         target = recorded_unprofiled_step(ctx.trace)
         if target:
             name = f"{path.parent.name}/{path.name.split('.')[0]}"
-            out.append(Point(name, target, ctx, profiler_steps(ctx.trace)))
+            steps = profiler_steps(ctx.trace)
+            out.append(Point(name, target, ctx, steps))
+            optimizer = recorded_unprofiled_optimizer_step(ctx.trace)
+            if optimizer:
+                n = sum(len(a) for a, _ in _optimizer_ranges(ctx, steps).values())
+                out.append(OptimizerPoint(f"{name}:optimizer", optimizer * n, ctx, steps))
     return out
 
 
