@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from brrr_trace import pipeline  # noqa: E402
 from brrr_trace.analyzers.replay import build_graph  # noqa: E402
 from brrr_trace.analyzers.steps import (  # noqa: E402
-    _calls_inside,
+    calls_inside,
     profiler_steps,
     recorded_unprofiled_optimizer_step,
     recorded_unprofiled_step,
@@ -88,7 +88,7 @@ class OptimizerPoint(Point):
         graph = build_graph(ctx.trace, ctx.ops, ctx.locator, ctx.timeline.blocking_rows, options)
         graph = graph.as_loop(self.steps)
         by_thread = _optimizer_ranges(ctx, self.steps)
-        events = _calls_inside(graph, by_thread)
+        events = calls_inside(graph, by_thread)
         work = sum(
             sum(graph.host_work_inside(thread, a, b).values())
             for thread, (a, b) in by_thread.items()

@@ -184,7 +184,7 @@ def _optimizer_calibrated(
         )
         for thread in {r[0] for r in inside}
     }
-    events = _calls_inside(graph, by_thread)
+    events = calls_inside(graph, by_thread)
     if not events.any():
         return graph
     wanted = target * len(inside)
@@ -205,7 +205,7 @@ def _optimizer_calibrated(
     return graph.with_optimizer_cost_scale(events, round((low + high) / 2, 3))
 
 
-def _calls_inside(
+def calls_inside(
     graph: StepGraph, by_thread: dict[int, tuple[np.ndarray, np.ndarray]]
 ) -> np.ndarray:
     """Per event: whether its call lies inside one of its thread's ranges (start, end)."""
