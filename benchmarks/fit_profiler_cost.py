@@ -29,16 +29,19 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from brrr_trace import pipeline  # noqa: E402
+from brrr_trace.analyzers.optimizer_steps import step_ranges  # noqa: E402
 from brrr_trace.analyzers.replay import build_graph  # noqa: E402
 from brrr_trace.analyzers.steps import (  # noqa: E402
+    RangesByThread,
+    by_thread_of,
     calls_inside,
+    host_inside,
     profiler_steps,
+    ranges_in_steps,
     recorded_unprofiled_optimizer_step,
     recorded_unprofiled_step,
 )
@@ -88,26 +91,11 @@ class OptimizerPoint(Point):
         graph = build_graph(ctx.trace, ctx.ops, ctx.locator, ctx.timeline.blocking_rows, options)
         graph = graph.as_loop(self.steps)
         by_thread = _optimizer_ranges(ctx, self.steps)
-        events = calls_inside(graph, by_thread)
-        work = sum(
-            sum(graph.host_work_inside(thread, a, b).values())
-            for thread, (a, b) in by_thread.items()
-        )
-        return float(work + int(graph.own[events].sum()))
+        return float(host_inside(graph, by_thread, calls_inside(graph, by_thread)))
 
 
-def _optimizer_ranges(ctx, steps: list[tuple[int, int]]) -> dict:
-    cpu = ctx.trace.cpu_ops
-    rows = [s.row for s in ctx.optimizer_steps if steps[0][0] <= cpu.start_ns[s.row] < steps[-1][1]]
-    out: dict = {}
-    for r in rows:
-        a, b = out.setdefault(int(cpu.thread[r]), ([], []))
-        a.append(int(cpu.start_ns[r]))
-        b.append(int(cpu.end_ns[r]))
-    return {
-        t: (np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
-        for t, (a, b) in out.items()
-    }
+def _optimizer_ranges(ctx, steps: list[tuple[int, int]]) -> RangesByThread:
+    return by_thread_of(ranges_in_steps(step_ranges(ctx.trace, ctx.optimizer_steps), steps))
 
 
 def context_of(path: Path, source_root: Path) -> object:

@@ -20,6 +20,7 @@ from typing import Protocol
 
 import numpy as np
 
+from brrr_trace.analyzers.intervals import union_ns
 from brrr_trace.analyzers.steps import profiler_steps
 from brrr_trace.arraysets import member
 from brrr_trace.traces.model import Trace
@@ -414,18 +415,7 @@ class _ByStep:
             return 0
         starts = np.concatenate([self._starts[p] for p in parts])
         ends = np.concatenate([self._ends[p] for p in parts])
-        return _union(starts, ends)
-
-
-def _union(starts: np.ndarray, ends: np.ndarray) -> int:
-    """Length of the union of [start, end) intervals (each of non-negative length)."""
-    if not len(starts):
-        return 0
-    order = np.lexsort((ends, starts))
-    starts, ends = starts[order], ends[order]
-    reach = np.maximum.accumulate(ends)
-    before = np.concatenate(([starts[0]], reach[:-1]))
-    return int(np.maximum(0, ends - np.maximum(starts, before)).sum())
+        return union_ns(starts, ends)
 
 
 _LineId = tuple[str, int, str]

@@ -7,6 +7,17 @@ import numpy as np
 NONE = -1
 
 
+def union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
+    """Length of the union of [start, end) intervals (each of non-negative length)."""
+    if not len(starts):
+        return 0
+    order = np.lexsort((ends, starts))
+    starts, ends = starts[order], ends[order]
+    reach = np.maximum.accumulate(ends)
+    before = np.concatenate(([starts[0]], reach[:-1]))
+    return int(np.maximum(0, ends - np.maximum(starts, before)).sum())
+
+
 class Innermost:
     """Answers "which interval is innermost at time t on thread h" with one binary search.
 

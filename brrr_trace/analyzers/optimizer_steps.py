@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from brrr_trace.analyzers.intervals import NONE
+from brrr_trace.analyzers.intervals import NONE, union_ns
 from brrr_trace.analyzers.op_lines import OpAttribution
 from brrr_trace.arraysets import distinct, member
 from brrr_trace.traces.model import Trace
@@ -87,6 +87,26 @@ def optimizer_steps(
 _STATE_MAKERS = frozenset({"aten::zeros_like", "aten::zeros"})
 
 
+def ops_inside(trace: Trace, step: int) -> np.ndarray:
+    """The CPU op rows inside an ``Optimizer.step#`` range, on its thread."""
+    cpu = trace.cpu_ops
+    # Ops are sorted by start: only those starting within the step's span can be inside it
+    # (a mask over every op per step made this quadratic in long traces).
+    lo = int(np.searchsorted(cpu.start_ns, cpu.start_ns[step], side="left"))
+    hi = int(np.searchsorted(cpu.start_ns, cpu.end_ns[step], side="right"))
+    return lo + np.flatnonzero(
+        (cpu.thread[lo:hi] == cpu.thread[step]) & (cpu.end_ns[lo:hi] <= cpu.end_ns[step])
+    )
+
+
+def step_ranges(trace: Trace, steps: list[OptimizerStep]) -> list[tuple[int, int, int]]:
+    """(host thread, start, end) of each step's range."""
+    cpu = trace.cpu_ops
+    return [
+        (int(cpu.thread[s.row]), int(cpu.start_ns[s.row]), int(cpu.end_ns[s.row])) for s in steps
+    ]
+
+
 def _with_state_init(trace: Trace, steps: list[OptimizerStep]) -> list[OptimizerStep]:
     """Each step with the host time it spent making state: a step that makes state tensors
     (``zeros_like``: an Adam's first step, 2 per parameter) took that much longer than the same
@@ -100,45 +120,29 @@ def _with_state_init(trace: Trace, steps: list[OptimizerStep]) -> list[Optimizer
     is_maker = member(cpu.name, makers) & ~cpu.annotation
     made: dict[int, int] = {}
     for step in steps:
-        row = step.row
-        lo = int(np.searchsorted(cpu.start_ns, cpu.start_ns[row], side="left"))
-        hi = int(np.searchsorted(cpu.start_ns, cpu.end_ns[row], side="right"))
-        inside = lo + np.flatnonzero(
-            is_maker[lo:hi]
-            & (cpu.thread[lo:hi] == cpu.thread[row])
-            & (cpu.end_ns[lo:hi] <= cpu.end_ns[row])
-        )
+        inside = ops_inside(trace, step.row)
+        inside = inside[is_maker[inside]]
         if len(inside):
-            made[row] = _outer_time(cpu.start_ns[inside], cpu.end_ns[inside])
+            made[step.row] = union_ns(cpu.start_ns[inside], cpu.end_ns[inside])
     if not made:
         return steps
-    out = []
-    for step in steps:
-        if step.row not in made:
-            out.append(step)
-            continue
-        plain = [
-            int(cpu.end_ns[s.row] - cpu.start_ns[s.row])
-            for s in steps
-            if s.optimizer == step.optimizer and s.row not in made
-        ]
-        took = int(cpu.end_ns[step.row] - cpu.start_ns[step.row])
-        init = max(0, took - int(np.median(plain))) if plain else made[step.row]
-        out.append(replace(step, state_init_ns=init))
-    return out
-
-
-def _outer_time(start: np.ndarray, end: np.ndarray) -> int:
-    """The time covered by intervals sorted by start (nested ones counted once)."""
-    total, reach = 0, None
-    for a, b in zip(start.tolist(), end.tolist(), strict=True):
-        if reach is None or a >= reach:
-            total += b - a
-            reach = b
-        elif b > reach:
-            total += b - reach
-            reach = b
-    return total
+    took = {s.row: int(cpu.end_ns[s.row] - cpu.start_ns[s.row]) for s in steps}
+    plain: dict[str, list[int]] = {}
+    for s in steps:
+        if s.row not in made:
+            plain.setdefault(s.optimizer, []).append(took[s.row])
+    usual = {name: int(np.median(times)) for name, times in plain.items()}
+    return [
+        replace(
+            s,
+            state_init_ns=max(0, took[s.row] - usual[s.optimizer])
+            if s.optimizer in usual
+            else made[s.row],
+        )
+        if s.row in made
+        else s
+        for s in steps
+    ]
 
 
 def _found_inf_frames(trace: Trace) -> dict[int, list[tuple[int, int]]]:

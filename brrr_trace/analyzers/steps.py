@@ -174,28 +174,17 @@ def _optimizer_calibrated(
     steps = profiler_steps(trace)
     if target is None or not steps or graph.gap_ns is None or not len(graph.start):
         return graph
-    inside = [r for r in optimizer_ranges if steps[0][0] <= r[1] < steps[-1][1]]
+    inside = ranges_in_steps(optimizer_ranges, steps)
     if not inside or len(inside) != len(steps):
         return graph
-    by_thread = {
-        thread: (
-            np.asarray([a for h, a, _ in inside if h == thread], dtype=np.int64),
-            np.asarray([b for h, _, b in inside if h == thread], dtype=np.int64),
-        )
-        for thread in {r[0] for r in inside}
-    }
+    by_thread = by_thread_of(inside)
     events = calls_inside(graph, by_thread)
     if not events.any():
         return graph
     wanted = target * len(inside)
 
     def host_at(scale: float) -> int:
-        scaled = graph.with_optimizer_cost_scale(events, scale)
-        work = sum(
-            sum(scaled.host_work_inside(thread, starts, ends).values())
-            for thread, (starts, ends) in by_thread.items()
-        )
-        return work + int(scaled.own[events].sum())
+        return host_inside(graph.with_optimizer_cost_scale(events, scale), by_thread, events)
 
     if host_at(0.0) <= wanted:
         return graph.with_optimizer_cost_scale(events, 0.0)
@@ -205,9 +194,39 @@ def _optimizer_calibrated(
     return graph.with_optimizer_cost_scale(events, round((low + high) / 2, 3))
 
 
-def calls_inside(
-    graph: StepGraph, by_thread: dict[int, tuple[np.ndarray, np.ndarray]]
-) -> np.ndarray:
+RangesByThread = dict[int, tuple[np.ndarray, np.ndarray]]  # thread -> (starts, ends)
+
+
+def ranges_in_steps(
+    ranges: Sequence[OptimizerRange], steps: list[tuple[int, int]]
+) -> list[OptimizerRange]:
+    """The ranges that start within the steps."""
+    return [r for r in ranges if steps[0][0] <= r[1] < steps[-1][1]]
+
+
+def by_thread_of(ranges: Sequence[OptimizerRange]) -> RangesByThread:
+    out: dict[int, tuple[list[int], list[int]]] = {}
+    for thread, start, end in ranges:
+        starts, ends = out.setdefault(thread, ([], []))
+        starts.append(start)
+        ends.append(end)
+    return {
+        t: (np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
+        for t, (a, b) in out.items()
+    }
+
+
+def host_inside(graph: StepGraph, by_thread: RangesByThread, events: np.ndarray) -> int:
+    """The replayed host's time inside the ranges: the host work there and the calls made in
+    them (``events``, from ``calls_inside``)."""
+    work = sum(
+        sum(graph.host_work_inside(thread, starts, ends).values())
+        for thread, (starts, ends) in by_thread.items()
+    )
+    return work + int(graph.own[events].sum())
+
+
+def calls_inside(graph: StepGraph, by_thread: RangesByThread) -> np.ndarray:
     """Per event: whether its call lies inside one of its thread's ranges (start, end)."""
     events = np.zeros(len(graph.start), dtype=bool)
     for thread, (starts, ends) in by_thread.items():

@@ -11,7 +11,7 @@ from brrr_trace.analyzers.attribution import Locator
 from brrr_trace.analyzers.collectives import Collectives
 from brrr_trace.analyzers.intervals import NONE
 from brrr_trace.analyzers.op_lines import OpAttribution
-from brrr_trace.analyzers.optimizer_steps import OptimizerStep, optimizer_steps
+from brrr_trace.analyzers.optimizer_steps import OptimizerStep, optimizer_steps, step_ranges
 from brrr_trace.analyzers.packed_fix import PackedFix
 from brrr_trace.analyzers.regimes import LineCost, OpClasses
 from brrr_trace.analyzers.replay import Fix, StepGraph, build_graph
@@ -110,14 +110,10 @@ class RuleContext:
             graph = build_graph(
                 self.trace, self.ops, self.locator, self.timeline.blocking_rows, self.options
             )
-            cpu = self.trace.cpu_ops
             # The optimizer's ranges only where the recorder timed its steps (they are found
             # from every annotation of the trace).
             ranges = (
-                [
-                    (int(cpu.thread[s.row]), int(cpu.start_ns[s.row]), int(cpu.end_ns[s.row]))
-                    for s in self.optimizer_steps
-                ]
+                step_ranges(self.trace, self.optimizer_steps)
                 if recorded_unprofiled_optimizer_step(self.trace) is not None
                 else []
             )

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from brrr_trace.analyzers.intervals import NONE
-from brrr_trace.analyzers.optimizer_steps import WITH_FUSED
+from brrr_trace.analyzers.optimizer_steps import WITH_FUSED, ops_inside
 from brrr_trace.analyzers.replay import Fix
 from brrr_trace.analyzers.rules.context import RawFinding, RuleContext, duration_text
 from brrr_trace.traces.model import Trace
@@ -145,14 +145,7 @@ def unfused_optimizer(ctx: RuleContext) -> Iterator[RawFinding]:
 def _multi_tensor_form(trace: Trace, step: int) -> str | None:
     """ "fused" or "foreach" when the step already runs one kernel for many tensors."""
     cpu = trace.cpu_ops
-    # Ops are sorted by start: only those starting within the step's span can be inside it
-    # (a mask over every op per step made this quadratic in long traces).
-    lo = int(np.searchsorted(cpu.start_ns, cpu.start_ns[step], side="left"))
-    hi = int(np.searchsorted(cpu.start_ns, cpu.end_ns[step], side="right"))
-    inside = lo + np.flatnonzero(
-        (cpu.thread[lo:hi] == cpu.thread[step]) & (cpu.end_ns[lo:hi] <= cpu.end_ns[step])
-    )
-    names = {trace.strings[cpu.name[r]] for r in inside.tolist()}
+    names = {trace.strings[cpu.name[r]] for r in ops_inside(trace, step).tolist()}
     if any(n.startswith("aten::_fused_") for n in names):
         return "fused"
     if any(n.startswith("aten::_foreach_") for n in names):
