@@ -564,6 +564,7 @@ def analyze_loaded(
             recorded_unprofiled_ns=measured.recorded_unprofiled_ns,
             profiler_cost_scale=measured.profiler_cost_scale,
             optimizer_profiler_cost_scale=measured.optimizer_cost_scale,
+            backward_profiler_cost_scale=measured.backward_cost_scale,
         )
         if measured is not None
         else None

@@ -197,6 +197,8 @@ class StepsReport:
     profiler_cost_scale: float = 1.0  # the cost model's scale that matches it (1: not calibrated)
     # Its scale inside the optimizer's steps, where `record` timed them too (None: not apart).
     optimizer_profiler_cost_scale: float | None = None
+    # Its scale in the autograd engine's threads, where `record` timed the backward too.
+    backward_profiler_cost_scale: float | None = None
 
     @property
     def count(self) -> int:

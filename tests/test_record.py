@@ -579,6 +579,26 @@ def test_the_optimizers_steps_in_the_later_wait_steps_are_timed(tmp_path: Path) 
     assert len(timed) == 2 and all(20_000_000 <= ns < 2_000_000_000 for ns in timed), timed
 
 
+def test_the_backward_passes_of_the_later_wait_steps_are_timed(tmp_path: Path) -> None:
+    model = torch.nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.weight.register_hook(lambda grad: time.sleep(0.02))  # 20 ms inside each backward
+    original = torch.autograd.backward
+    timed_while_recording = []
+    with record(tmp_path / "b.json", steps=1, wait=6) as rec:
+        for _ in range(8):  # 6 wait steps, the warm-up, 1 recorded
+            timed_while_recording.append(torch.autograd.backward is not original)
+            opt.zero_grad()
+            model(torch.randn(2, 4)).sum().backward()
+            opt.step()
+    assert rec.written
+    # Wrapped during the wait steps only: the profiled steps call torch's own function.
+    assert timed_while_recording == [True] * 6 + [False] * 2
+    assert torch.autograd.backward is original
+    timed = load(tmp_path / "b.json")["brrr_record"]["unprofiled_backward_ns"]
+    assert len(timed) == 2 and all(20_000_000 <= ns < 2_000_000_000 for ns in timed), timed
+
+
 def test_an_lr_scheduler_sees_no_overridden_step(tmp_path: Path) -> None:
     # The recorder wraps optimizer.step at its first step, after the scheduler wrapped it.
     model = torch.nn.Linear(4, 4)

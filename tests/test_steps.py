@@ -135,6 +135,57 @@ def test_the_optimizers_timed_steps_calibrate_the_cost_inside_them(tmp_path: Pat
     assert abs(steps.profiler_cost_scale - 1.729) <= 0.001
 
 
+ENGINE = 2  # the autograd engine's thread
+
+
+def steps_with_a_backward() -> list[dict]:
+    """Two 1 ms steps. Main thread: a launch (2 µs), Python (60 frames, 500-689 µs into the
+    step), a launch at 700 µs. The engine's thread: four ``evaluate_function`` ops at 200, 260,
+    320 and 380 µs (50 µs each), each ending in a 10 µs launch."""
+    events = [frame("train.py(1): loop", 0.0, 2000.0)]
+    for k, t in enumerate((0.0, 1000.0)):
+        events += [
+            {**op(f"ProfilerStep#{k + 1}", t, 1000.0), "cat": "user_annotation"},
+            launch(t, corr=100 + k),
+            kernel(GEMM, t + 5.0, 5.0, corr=100 + k),
+        ]
+        for j in range(4):
+            began, corr = t + 200.0 + 60.0 * j, 10 * (k + 1) + j
+            events += [
+                op("autograd::engine::evaluate_function: MmBackward0", began, 50.0, tid=ENGINE),
+                launch(began + 40.0, corr, dur=10.0, tid=ENGINE),
+                kernel(GEMM, began + 45.0, 5.0, corr),
+            ]
+        events += [frame("train.py(9): f", t + 500.0 + 3 * i, 2.0) for i in range(60)]
+        events += [launch(t + 700.0, corr=200 + k), kernel(GEMM, t + 705.0, 5.0, corr=200 + k)]
+    return events
+
+
+def test_the_timed_backward_calibrates_the_cost_in_the_engines_thread(tmp_path: Path) -> None:
+    # The engine's part of a step: the host work before its first launch, since the main
+    # thread's launch returned (238 µs, one engine op in it: 10 µs of modelled cost), then
+    # three times 50 µs holding one engine op, and four 10 µs launches less 4 µs of callbacks:
+    # 238 + 150 + 40 - (10 + 30 + 16) s = 428 - 56 s, timed at 316 µs: s = 2. The rest: the
+    # main thread's launches (the 0.5 µs floor each), the 298 µs before the first and the
+    # 270 µs before the second less 90 µs (60 frames): 569 - 90 s'. Timed at 750 µs a step,
+    # 428 - 112 + 569 - 90 s' = 750 at s' = 1.5. One scale for both: 997 - 146 s = 750,
+    # s = 1.692, and the backward would replay at 428 - 56 x 1.692 = 333 µs.
+    record = {
+        "unprofiled_window": {"steps": 2, "ns": 1_500_000},
+        "unprofiled_backward_ns": [316_000, 316_000, 316_000],
+    }
+    steps = analyze(write(tmp_path / "t.json", steps_with_a_backward(), brrr_record=record)).steps
+    assert steps is not None and steps.backward_profiler_cost_scale is not None
+    assert abs(steps.backward_profiler_cost_scale - 2.0) <= 0.001
+    assert abs(steps.profiler_cost_scale - 1.5) <= 0.001
+    assert abs(steps.replayed_ns - 750_000) <= 200
+
+    del record["unprofiled_backward_ns"]
+    steps = analyze(write(tmp_path / "t.json", steps_with_a_backward(), brrr_record=record)).steps
+    assert steps is not None and steps.backward_profiler_cost_scale is None
+    assert abs(steps.profiler_cost_scale - 1.692) <= 0.001
+
+
 SGEMM = "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4"
 
 

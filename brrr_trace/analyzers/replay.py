@@ -39,6 +39,9 @@ from brrr_trace.traces.model import GPU_KERNEL, Trace
 _DEPENDENCY_SLACK_NS = 1_000  # an op may start this much before the one it waited for ends
 _MAX_LATENCY_NS = 20_000  # longer than this from launch to start is not launch latency
 _MIN_LAUNCH_NS = 500  # what a launch call costs the host at the least
+# Parts of a step whose profiler cost can have a scale of their own (StepGraph.phase_of_event).
+PHASE_OPTIMIZER = 1
+PHASE_BACKWARD = 2
 
 
 @dataclass(frozen=True)
@@ -170,10 +173,11 @@ class StepGraph:
     launch_cost_ns: np.ndarray | None = None  # per event: the callbacks' cost, launches only
     tail_cost_ns: int = 0  # the profiler's cost from the last event's return to the trace's end
     cost_scale: float = 1.0
-    # Events whose cost has a scale of its own (a mask): the optimizer's steps, where the
-    # recorder timed them unprofiled (``steps.calibrated``); ``with_cost_scale`` keeps it.
-    optimizer_events: np.ndarray | None = None
-    optimizer_cost_scale: float = 1.0
+    # Events whose cost has a scale of its own: per event its phase (``PHASE_OPTIMIZER``,
+    # ``PHASE_BACKWARD``; 0 for the rest), where the recorder timed that part of the step
+    # unprofiled (``steps.calibrated``), and each phase's scale; ``with_cost_scale`` keeps them.
+    phase_of_event: np.ndarray | None = None
+    phase_scales: dict[int, float] = field(default_factory=dict)
     # The trace is a window of a training loop (it has ProfilerSteps): a saving is what one more
     # pass of the window takes in steady state, where the GPU work still queued when the host
     # finishes overlaps the next pass's host work instead of ending the run.
@@ -199,8 +203,11 @@ class StepGraph:
             return self
         assert self.launch_cost_ns is not None
         scales: float | np.ndarray = scale
-        if self.optimizer_events is not None:
-            scales = np.where(self.optimizer_events, self.optimizer_cost_scale, scale)
+        if self.phase_of_event is not None and self.phase_scales:
+            by_phase = np.full(max(self.phase_scales) + 1, scale)
+            for phase, phase_scale in self.phase_scales.items():
+                by_phase[phase] = phase_scale
+            scales = by_phase[self.phase_of_event]
         work = np.maximum(0, self.gap_ns - np.rint(self.cost_ns * scales).astype(np.int64))
         launch = self.launch_cost_ns > 0
         own = np.where(
@@ -221,12 +228,27 @@ class StepGraph:
             _lists=None,
         )
 
-    def with_optimizer_cost_scale(self, events: np.ndarray, scale: float) -> StepGraph:
-        """The same graph with the profiler's cost of these events (a mask) scaled by ``scale``,
-        and of the others by the graph's ``cost_scale`` as before."""
-        return replace(self, optimizer_events=events, optimizer_cost_scale=scale).with_cost_scale(
+    def with_phase_cost_scale(self, phase: int, events: np.ndarray, scale: float) -> StepGraph:
+        """The same graph with these events (a mask) in ``phase`` and the profiler's cost of the
+        phase's events scaled by ``scale``; the other events' scales as before."""
+        phases = (
+            self.phase_of_event.copy()
+            if self.phase_of_event is not None
+            else np.zeros(len(self.start), dtype=np.int8)
+        )
+        phases[phases == phase] = 0
+        phases[events] = phase
+        scales = {**self.phase_scales, phase: scale}
+        return replace(self, phase_of_event=phases, phase_scales=scales).with_cost_scale(
             self.cost_scale
         )
+
+    def phase_events(self, phase: int) -> np.ndarray:
+        """Per event: whether it is in ``phase`` (none are, before the phase is scaled)."""
+        if self.phase_of_event is None:
+            return np.zeros(len(self.start), dtype=bool)
+        in_phase: np.ndarray = self.phase_of_event == phase
+        return in_phase
 
     def as_loop(self, steps: list[tuple[int, int]]) -> StepGraph:
         """The graph as one pass of a training loop whose steps are these (start, end) ranges.

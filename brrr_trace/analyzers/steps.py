@@ -13,10 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from brrr_trace.analyzers.replay import StepGraph
-from brrr_trace.arraysets import member
+from brrr_trace.analyzers.replay import PHASE_BACKWARD, PHASE_OPTIMIZER, StepGraph
+from brrr_trace.arraysets import distinct, member
 from brrr_trace.traces.brrr_fields import (
     RECORD_KEY,
+    UNPROFILED_BACKWARD_KEY,
     UNPROFILED_OPTIMIZER_STEPS_KEY,
     UNPROFILED_STEPS_KEY,
     UNPROFILED_WINDOW_KEY,
@@ -38,6 +39,8 @@ class Steps:
     profiler_cost_scale: float = 1.0  # what the cost model was scaled by to match it
     # Inside the optimizer's steps, where the recorder timed them too: the scale there.
     optimizer_cost_scale: float | None = None
+    # In the autograd engine's threads, where the recorder timed the backward passes too.
+    backward_cost_scale: float | None = None
 
     @property
     def count(self) -> int:
@@ -55,15 +58,21 @@ class Steps:
 def profiler_steps(trace: Trace) -> list[tuple[int, int]]:
     """(start, end) of each ProfilerStep range, in time order (one thread's: the first seen)."""
     cpu = trace.cpu_ops
+    return [(int(cpu.start_ns[r]), int(cpu.end_ns[r])) for r in _step_rows(trace).tolist()]
+
+
+def _step_rows(trace: Trace) -> np.ndarray:
+    """The CPU-op rows of the ProfilerStep annotations, of the first thread that has one."""
+    cpu = trace.cpu_ops
     strings = trace.strings
     step_names = [sid for sid, text in enumerate(strings) if text.startswith(_STEP_PREFIX)]
     if not step_names:
-        return []
+        return np.zeros(0, dtype=np.int64)
     rows = np.flatnonzero(cpu.annotation & member(cpu.name, step_names))
     if not len(rows):
-        return []
-    rows = rows[cpu.thread[rows] == cpu.thread[rows[0]]]
-    return [(int(cpu.start_ns[r]), int(cpu.end_ns[r])) for r in rows.tolist()]
+        return rows
+    found: np.ndarray = rows[cpu.thread[rows] == cpu.thread[rows[0]]]
+    return found
 
 
 def measure_steps(trace: Trace, graph: StepGraph) -> Steps | None:
@@ -76,9 +85,8 @@ def measure_steps(trace: Trace, graph: StepGraph) -> Steps | None:
         replayed_ns=replayed,
         recorded_unprofiled_ns=recorded_unprofiled_step(trace),
         profiler_cost_scale=graph.cost_scale,
-        optimizer_cost_scale=(
-            graph.optimizer_cost_scale if graph.optimizer_events is not None else None
-        ),
+        optimizer_cost_scale=graph.phase_scales.get(PHASE_OPTIMIZER),
+        backward_cost_scale=graph.phase_scales.get(PHASE_BACKWARD),
     )
 
 
@@ -111,8 +119,18 @@ def recorded_unprofiled_step(trace: Trace) -> int | None:
 def recorded_unprofiled_optimizer_step(trace: Trace) -> int | None:
     """The host time of one ``optimizer.step()`` as the recorder timed it unprofiled (the
     median of the later wait steps'), or None."""
+    return _recorded_median(trace, UNPROFILED_OPTIMIZER_STEPS_KEY)
+
+
+def recorded_unprofiled_backward(trace: Trace) -> int | None:
+    """The host time of a step's backward passes as the recorder timed them unprofiled (the
+    median of the later wait steps'), or None."""
+    return _recorded_median(trace, UNPROFILED_BACKWARD_KEY)
+
+
+def _recorded_median(trace: Trace, key: str) -> int | None:
     record = trace.metadata.get(RECORD_KEY)
-    timed = record.get(UNPROFILED_OPTIMIZER_STEPS_KEY) if isinstance(record, dict) else None
+    timed = record.get(key) if isinstance(record, dict) else None
     if not isinstance(timed, list):
         return None
     valid = [ns for ns in timed[:1000] if type(ns) is int and 0 < ns < 10**13]
@@ -133,17 +151,33 @@ def calibrated(
     model's own cost already replays a step within ``tolerance`` (a share) of it.
 
     Where the recorder also timed the optimizer's steps, the cost inside them is scaled first,
-    on its own, until the replayed host takes that long there (``_optimizer_calibrated``): in a
+    on its own, until the replayed host takes that long there (``_phase_calibrated``): in a
     per-parameter Adam the model puts 8.2 ms of a step's profiler cost in the optimizer and 12.3
     outside it, where the trace and the timed steps say 15.8 and 8.9 (tests/data/h200/session11b),
     and one scale for both makes the rest of the step too fast and a fused optimizer's saving
-    too large.
+    too large. Likewise the backward passes, in the autograd engine's threads: GPT small's took
+    4.0-6.8 ms a step unprofiled, where one scale for the step left 1.0-1.4 of them
+    (tests/data/realcode/h200/session12b).
 
     A GPU-bound step replays the same for every scale that leaves the host faster than the GPU,
     so there the measurement cannot tell those scales apart; the scale that matches it exactly
     would be the edge of that flat stretch, which makes the host as slow as the step allows
     (and a GPU fix look as if it saved little)."""
-    graph = _optimizer_calibrated(graph, trace, optimizer_ranges)
+    steps = profiler_steps(trace)
+    graph = _phase_calibrated(
+        graph,
+        PHASE_OPTIMIZER,
+        optimizer_ranges,
+        steps,
+        recorded_unprofiled_optimizer_step(trace),
+    )
+    graph = _phase_calibrated(
+        graph,
+        PHASE_BACKWARD,
+        backward_ranges(trace, steps),
+        steps,
+        recorded_unprofiled_backward(trace),
+    )
     timed = _timed_step(graph, trace)
     if timed is None:
         return graph
@@ -162,36 +196,60 @@ def calibrated(
 _StepAt = Callable[[float], int]  # the replayed step at a profiler-cost scale
 
 
-def _optimizer_calibrated(
-    graph: StepGraph, trace: Trace, optimizer_ranges: Sequence[OptimizerRange]
+def _phase_calibrated(
+    graph: StepGraph,
+    phase: int,
+    phase_ranges: Sequence[OptimizerRange],
+    steps: list[tuple[int, int]],
+    timed_ns: int | None,
 ) -> StepGraph:
-    """The graph with the profiler's cost inside the optimizer's steps scaled so that the
-    replayed host spends there what the recorder timed: the host work inside those ranges
-    (``host_work_inside``) and the calls made in them. As it was where the trace has no such
-    time, or where its steps do not hold one optimizer step each (the recorder timed the steps
-    of one optimizer, its clock)."""
-    target = recorded_unprofiled_optimizer_step(trace)
-    steps = profiler_steps(trace)
-    if target is None or not steps or graph.gap_ns is None or not len(graph.start):
+    """The graph with the profiler's cost inside the ranges scaled so that the replayed host
+    spends there what the recorder timed per step (``timed_ns``): the host work inside those
+    ranges (``host_work_inside``) and the calls made in them, other phases' calls left out. As
+    it was where the trace has no such time, or where its steps do not hold one range each
+    (the recorder timed one optimizer's steps; a step's backward passes, summed, per thread)."""
+    if timed_ns is None or not steps or graph.gap_ns is None or not len(graph.start):
         return graph
-    inside = ranges_in_steps(optimizer_ranges, steps)
-    if not inside or len(inside) != len(steps):
+    inside = ranges_in_steps(phase_ranges, steps)
+    threads = {thread for thread, _, _ in inside}
+    if not inside or len(inside) != len(steps) * len(threads):
         return graph
     by_thread = by_thread_of(inside)
     events = calls_inside(graph, by_thread)
+    if graph.phase_of_event is not None:
+        events &= (graph.phase_of_event == 0) | (graph.phase_of_event == phase)
     if not events.any():
         return graph
-    wanted = target * len(inside)
+    wanted = timed_ns * len(steps)
 
     def host_at(scale: float) -> int:
-        return host_inside(graph.with_optimizer_cost_scale(events, scale), by_thread, events)
+        return host_inside(graph.with_phase_cost_scale(phase, events, scale), by_thread, events)
 
     if host_at(0.0) <= wanted:
-        return graph.with_optimizer_cost_scale(events, 0.0)
+        return graph.with_phase_cost_scale(phase, events, 0.0)
     if host_at(_MAX_COST_SCALE) >= wanted:
-        return graph.with_optimizer_cost_scale(events, _MAX_COST_SCALE)
+        return graph.with_phase_cost_scale(phase, events, _MAX_COST_SCALE)
     low, high = _bracket(host_at, wanted)
-    return graph.with_optimizer_cost_scale(events, round((low + high) / 2, 3))
+    return graph.with_phase_cost_scale(phase, events, round((low + high) / 2, 3))
+
+
+_ENGINE_OP_PREFIX = "autograd::engine::evaluate_function"
+
+
+def backward_ranges(trace: Trace, steps: list[tuple[int, int]]) -> list[OptimizerRange]:
+    """(thread, start, end) of each step for each autograd engine thread: a thread other than
+    the steps' own that runs the engine's ``evaluate_function`` ops (with CUDA tensors, torch
+    runs the backward there; on the CPU it runs on the caller's thread, not told apart)."""
+    if not steps:
+        return []
+    cpu = trace.cpu_ops
+    names = [i for i, text in enumerate(trace.strings) if text.startswith(_ENGINE_OP_PREFIX)]
+    if not names:
+        return []
+    engine = member(cpu.name, names)
+    main = int(cpu.thread[_step_rows(trace)[0]])
+    threads = sorted({int(t) for t in distinct(cpu.thread[engine]).tolist()} - {main})
+    return [(thread, start, end) for thread in threads for start, end in steps]
 
 
 RangesByThread = dict[int, tuple[np.ndarray, np.ndarray]]  # thread -> (starts, ends)

@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from brrr_trace.recording import function_mode, optimizer_steps
+from brrr_trace.recording.backward_time import BackwardTimer
 from brrr_trace.recording.export import export, recording_info
 from brrr_trace.recording.hidden_frames import HiddenFrames
 from brrr_trace.recording.notices import warn
 from brrr_trace.traces.brrr_fields import (
     RECORD_KEY,
+    UNPROFILED_BACKWARD_KEY,
     UNPROFILED_OPTIMIZER_STEPS_KEY,
     UNPROFILED_STEPS_KEY,
     UNPROFILED_WINDOW_KEY,
@@ -85,6 +87,8 @@ class Recorder:
         self._running = False
         self._wait_step_ends: list[int] = []
         self._wait_optimizer_ns: list[int] = []
+        self._backward: BackwardTimer | None = None
+        self._wait_backward_ns: list[int] = []
         self._mode_pushed = False
         self._compiled_at_start = 0
 
@@ -104,6 +108,7 @@ class Recorder:
         self._metadata_added = False
         self._wait_step_ends = []
         self._wait_optimizer_ns = []
+        self._wait_backward_ns = []
         self._running = True
         if self.exact_ops:
             # Pushed when the warm-up step begins, not now: a mode on the stack slows every torch
@@ -128,6 +133,9 @@ class Recorder:
             if self.steps is not None and self.auto_step:
                 self._counter = optimizer_steps.StepCounter(self.step, self._counting_failed)
                 self._counter.start()
+            if self.steps is not None and self.wait > 1:
+                self._backward = BackwardTimer()
+                self._backward.start()
             self._sync()
         except BaseException:
             self._teardown()
@@ -186,6 +194,12 @@ class Recorder:
             took = self._counter.last_step_ns if self._counter is not None else None
             if took is not None and self.steps_seen > self._window_from():
                 self._wait_optimizer_ns.append(took)
+            if self._backward is not None:
+                backward_ns = self._backward.take()
+                if self.steps_seen > self._window_from():
+                    self._wait_backward_ns.append(backward_ns)
+                if self.steps_seen == self.wait - 1:  # the profiler records from the next step
+                    self._backward.stop()
         self.steps_seen += 1
         with _quiet_profiler():
             self._prof.step()
@@ -214,6 +228,8 @@ class Recorder:
                 }
                 if self._wait_optimizer_ns:
                     info[UNPROFILED_OPTIMIZER_STEPS_KEY] = list(self._wait_optimizer_ns)
+                if any(self._wait_backward_ns):
+                    info[UNPROFILED_BACKWARD_KEY] = list(self._wait_backward_ns)
             prof.add_metadata_json(RECORD_KEY, json.dumps(info))
             prof.add_metadata_json("torch_version", json.dumps(info["torch_version"]))
             self._metadata_added = True
@@ -261,6 +277,9 @@ class Recorder:
 
     def _teardown(self) -> None:
         self._running = False
+        if self._backward is not None:
+            self._backward.stop()
+            self._backward = None
         if self._counter is not None:
             self._counter.close()
             self._counter = None

@@ -244,6 +244,7 @@ def _steps(report: Report) -> dict[str, Any] | None:
         ),
         "profiler_cost_scale": steps.profiler_cost_scale,
         "optimizer_profiler_cost_scale": steps.optimizer_profiler_cost_scale,
+        "backward_profiler_cost_scale": steps.backward_profiler_cost_scale,
     }
 
 

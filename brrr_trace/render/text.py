@@ -43,11 +43,15 @@ def _steps_line(steps: StepsReport) -> str:
     if steps.recorded_unprofiled_ns is not None:
         recorded, replayed = steps.recorded_unprofiled_ns, steps.replayed_ns
         line += f" · without the profiler {units.duration(recorded)} a step"
-        timed = (
-            "timed by record, its optimizer steps too"
-            if steps.optimizer_profiler_cost_scale is not None
-            else "timed by record"
-        )
+        parts = [
+            part
+            for part, scale in (
+                ("its optimizer steps", steps.optimizer_profiler_cost_scale),
+                ("its backward", steps.backward_profiler_cost_scale),
+            )
+            if scale is not None
+        ]
+        timed = f"timed by record, {' and '.join(parts)} too" if parts else "timed by record"
         if replayed is None or abs(replayed - recorded) <= 0.01 * recorded:
             line += f" ({timed}; savings replayed to match it)"
         else:  # a GPU-bound step, or a cost the model's scale cannot reach

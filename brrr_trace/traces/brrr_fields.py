@@ -29,3 +29,7 @@ UNPROFILED_WINDOW_KEY = "unprofiled_window"
 # wait steps, in ns: the optimizer's own host time (a per-parameter Adam: 11.2 ms, 27.0 profiled),
 # so that the analysis calibrates the profiler's cost inside the optimizer's steps on its own.
 UNPROFILED_OPTIMIZER_STEPS_KEY = "unprofiled_optimizer_step_ns"
+# In ``brrr_record``: the wall time of the ``torch.autograd.backward`` calls of each of those steps,
+# in ns (their sum, per step): the autograd engine's host time, which the analysis calibrates
+# the profiler's cost on in the engine's threads.
+UNPROFILED_BACKWARD_KEY = "unprofiled_backward_ns"
