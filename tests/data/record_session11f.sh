@@ -5,7 +5,7 @@
 # estimate from the trace and the gain after it share one process's host pace, which differed
 # between processes by more than TF32 gains (record_session11d.sh). Two processes.
 # Needs brrr-trace's dependency msgspec as a wheel in .whl/ (the device reaches no index).
-# Not run yet: session 11 had no device time left for it (the next session runs it first).
+# Not run as such: record_session12.sh ran the same (its gpt_tf32 part) in session 12.
 set -uo pipefail
 out="$(realpath "$1")"
 export PYTHONUNBUFFERED=1
