@@ -171,13 +171,11 @@ def calibrated(
         steps,
         recorded_unprofiled_optimizer_step(trace),
     )
-    graph = _phase_calibrated(
-        graph,
-        PHASE_BACKWARD,
-        backward_ranges(trace, steps),
-        steps,
-        recorded_unprofiled_backward(trace),
-    )
+    backward_ns = recorded_unprofiled_backward(trace)
+    if backward_ns is not None:  # the engine's threads looked for only where there is a time
+        graph = _phase_calibrated(
+            graph, PHASE_BACKWARD, backward_ranges(trace, steps), steps, backward_ns
+        )
     timed = _timed_step(graph, trace)
     if timed is None:
         return graph
