@@ -133,7 +133,7 @@ def test_with_the_backward_timed_tf32s_gain_lies_in_the_range_shown(name: str) -
     assert low <= paired_gain_ms(name) <= high, (low, high)
 
 
-def test_the_recorder_timed_gpt_smalls_backward_and_the_replay_spends_that_there() -> None:
+def test_gpt_smalls_timed_backward_scales_the_engine_threads_cost_below_the_model() -> None:
     # 4.0-5.1 ms a step unprofiled (session12b/gpt_tf32.p1), against 1.0-1.4 left in the
     # engine's thread by one scale for the step: the model's 10 us per engine op is too much.
     steps = report("session12b/gpt_tf32.p1").steps

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from brrr_trace.analyzers.backward import EVALUATE_PREFIX
 from brrr_trace.analyzers.replay import PHASE_BACKWARD, PHASE_OPTIMIZER, StepGraph
 from brrr_trace.arraysets import distinct, member
 from brrr_trace.traces.brrr_fields import (
@@ -137,14 +138,14 @@ def _recorded_median(trace: Trace, key: str) -> int | None:
     return int(np.median(valid)) if valid else None
 
 
-OptimizerRange = tuple[int, int, int]  # (host thread, start, end) of an ``Optimizer.step#``
+ThreadRange = tuple[int, int, int]  # (host thread, start, end): an ``Optimizer.step#``, a step
 
 
 def calibrated(
     graph: StepGraph,
     trace: Trace,
     tolerance: float = 0.0,
-    optimizer_ranges: Sequence[OptimizerRange] = (),
+    optimizer_ranges: Sequence[ThreadRange] = (),
 ) -> StepGraph:
     """The graph with the profiler's cost scaled so that the replayed step matches the step the
     recorder timed unprofiled; the graph as it is without such a measurement, or where the
@@ -197,7 +198,7 @@ _StepAt = Callable[[float], int]  # the replayed step at a profiler-cost scale
 def _phase_calibrated(
     graph: StepGraph,
     phase: int,
-    phase_ranges: Sequence[OptimizerRange],
+    phase_ranges: Sequence[ThreadRange],
     steps: list[tuple[int, int]],
     timed_ns: int | None,
 ) -> StepGraph:
@@ -231,17 +232,14 @@ def _phase_calibrated(
     return graph.with_phase_cost_scale(phase, events, round((low + high) / 2, 3))
 
 
-_ENGINE_OP_PREFIX = "autograd::engine::evaluate_function"
-
-
-def backward_ranges(trace: Trace, steps: list[tuple[int, int]]) -> list[OptimizerRange]:
+def backward_ranges(trace: Trace, steps: list[tuple[int, int]]) -> list[ThreadRange]:
     """(thread, start, end) of each step for each autograd engine thread: a thread other than
     the steps' own that runs the engine's ``evaluate_function`` ops (with CUDA tensors, torch
     runs the backward there; on the CPU it runs on the caller's thread, not told apart)."""
     if not steps:
         return []
     cpu = trace.cpu_ops
-    names = [i for i, text in enumerate(trace.strings) if text.startswith(_ENGINE_OP_PREFIX)]
+    names = [i for i, text in enumerate(trace.strings) if text.startswith(EVALUATE_PREFIX)]
     if not names:
         return []
     engine = member(cpu.name, names)
@@ -254,13 +252,13 @@ RangesByThread = dict[int, tuple[np.ndarray, np.ndarray]]  # thread -> (starts, 
 
 
 def ranges_in_steps(
-    ranges: Sequence[OptimizerRange], steps: list[tuple[int, int]]
-) -> list[OptimizerRange]:
+    ranges: Sequence[ThreadRange], steps: list[tuple[int, int]]
+) -> list[ThreadRange]:
     """The ranges that start within the steps."""
     return [r for r in ranges if steps[0][0] <= r[1] < steps[-1][1]]
 
 
-def by_thread_of(ranges: Sequence[OptimizerRange]) -> RangesByThread:
+def by_thread_of(ranges: Sequence[ThreadRange]) -> RangesByThread:
     out: dict[int, tuple[list[int], list[int]]] = {}
     for thread, start, end in ranges:
         starts, ends = out.setdefault(thread, ([], []))
